@@ -1,0 +1,128 @@
+"""The `orgseed` command line. The only place that prints.
+
+Exit codes: 0 success; 1 the work ran but found problems (e.g. validation errors); 2 bad input (an
+unknown profile, a malformed file, wrong arguments) — nothing was changed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from schemas.errors import OrgseedError, Terminal
+
+app = typer.Typer(
+    name="orgseed",
+    help="Build benchmark-grade CRM orgs: generate, validate, serve and seed CRMArena-shaped Salesforce data.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+@app.callback()
+def _root() -> None:
+    """orgseed: benchmark-grade CRM orgs."""
+
+
+def fail(exc: BaseException, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def build(
+    profile: Annotated[
+        str, typer.Option(help="Profile name (schemas/profiles/<name>.toml) or path to a .toml file.")
+    ] = "crmarena",
+    scale: Annotated[
+        float, typer.Option(help="Multiplies the volume objects (customers, orders, cases, ...).")
+    ] = 1.0,
+    seed: Annotated[int, typer.Option(help="Run seed; the same inputs give byte-identical data.")] = 0,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output bundle folder (default output/<profile>).")
+    ] = None,
+    shards: Annotated[int, typer.Option(help="Split each object's work into this many parallel tasks.")] = 1,
+    force: Annotated[bool, typer.Option(help="Replace the contents of a non-empty output folder.")] = False,
+    writer: Annotated[str, typer.Option(help="Text writer: offline (default).")] = "offline",
+    no_prefect: Annotated[
+        bool, typer.Option("--no-prefect", help="Run in-process without Prefect (no API server start-up).")
+    ] = False,
+    runner: Annotated[str, typer.Option(help="Prefect task runner: threads or dask.")] = "threads",
+    dask_address: Annotated[
+        str | None, typer.Option(help="Address of an existing Dask scheduler (with --runner dask).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option(help="Show Prefect's own logs.")] = False,
+) -> None:
+    """Generate an org bundle: 16 objects, latent world, manifest."""
+    from flows.build import BuildOptions, run_build
+    from generator.pipeline import Progress as Hooks
+
+    opts = BuildOptions(
+        profile=profile,
+        scale=scale,
+        seed=seed,
+        out=str(out_dir) if out_dir else None,
+        shards=shards,
+        force=force,
+        writer=writer,
+        engine="local" if no_prefect else "prefect",
+        runner=runner,
+        dask_address=dask_address,
+    )
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task("starting", total=16)
+
+        def start(name: str, blocks: int) -> None:
+            bar.update(task, description=f"generating {name}")
+
+        def done(name: str, rows: int, seconds: float) -> None:
+            bar.advance(task)
+
+        try:
+            report = run_build(opts, Hooks(on_object_start=start, on_object_done=done), verbose=verbose)
+        except OrgseedError as exc:
+            bar.stop()
+            fail(exc, 2 if isinstance(exc, Terminal) else 1)
+            return
+    table = Table(title=f"orgseed bundle: {report.root}", title_justify="left")
+    table.add_column("object")
+    table.add_column("records", justify="right")
+    for name, rows in report.counts.items():
+        table.add_row(name, f"{rows:,}")
+    table.add_row("[bold]total", f"[bold]{report.records:,}")
+    out.print(table)
+    m = report.manifest
+    out.print(
+        f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
+        f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
+        f"(generation {report.generation_seconds:.2f} s, {report.records / max(report.generation_seconds, 1e-9):,.0f} records/s)"
+    )
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return app(args=argv, standalone_mode=True)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

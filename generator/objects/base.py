@@ -1,0 +1,143 @@
+"""The shape every object generator follows.
+
+Generation of one object runs in fixed-size *blocks* of its driver unit (customers, orders, cases ...).
+A block's randomness comes from (seed, object, block index) only, and blocks are concatenated in block
+order, so the output is byte-identical whatever the number of shards or workers that ran the blocks.
+Ids are assigned after concatenation (optionally after a stable sort by a time column, so ids grow with
+time as in a real org). Columns whose name starts with `_` are latent: kept for later stages and written
+to `latent/`, never to `data/`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pandas as pd
+from faker import Faker
+
+from generator.ids import make_ids
+from generator.rng import derive_seed, np_rng
+from generator.text.base import TextKind, TextRequest
+from generator.world import World
+from schemas.model import OrgModel
+from schemas.profile import Profile
+
+T = TypeVar("T")
+
+
+@dataclass
+class BuildContext:
+    model: OrgModel
+    profile: Profile
+    world: World
+    seed: int
+    scale: float
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    plans: dict[str, Any] = field(default_factory=dict)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        return self.frames[name]
+
+    def rng(self, *parts: object) -> np.random.Generator:
+        return np_rng(self.seed, *parts)
+
+    def faker(self, *parts: object) -> Faker:
+        fake = Faker("en_US")
+        fake.seed_instance(derive_seed(self.seed, "faker", *parts))
+        return fake
+
+    def plan(self, key: str, build: Callable[[], T]) -> T:
+        """A per-run cached global plan (e.g. how many orders each customer places)."""
+        if key not in self.plans:
+            self.plans[key] = build()
+        result: T = self.plans[key]
+        return result
+
+
+class ObjectGenerator:
+    sobject: ClassVar[str]
+    after: ClassVar[tuple[str, ...]] = ()  # non-lookup dependencies (generation needs their frames)
+    block_size: ClassVar[int] = 1024
+    sort_by: ClassVar[tuple[str, ...]] = ()
+    text_kind: ClassVar[TextKind | None] = None
+
+    def units(self, ctx: BuildContext) -> int:
+        raise NotImplementedError
+
+    def n_blocks(self, ctx: BuildContext) -> int:
+        return max(1, math.ceil(self.units(ctx) / self.block_size))
+
+    def block_range(self, ctx: BuildContext, b: int) -> range:
+        n = self.units(ctx)
+        return range(b * self.block_size, min(n, (b + 1) * self.block_size))
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def finalize(self, ctx: BuildContext, parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+        frame = pd.concat(list(parts), ignore_index=True) if parts else pd.DataFrame()
+        if self.sort_by and len(frame):
+            frame = frame.sort_values(list(self.sort_by), kind="stable").reset_index(drop=True)
+        spec = ctx.model.get(self.sobject)
+        frame.insert(0, "Id", make_ids(spec.key_prefix, 0, len(frame)))
+        return self.after_ids(ctx, frame)
+
+    def after_ids(self, ctx: BuildContext, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame
+
+    # -- text --------------------------------------------------------------------------------------------
+
+    def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
+        return []
+
+    def apply_text(
+        self,
+        ctx: BuildContext,
+        frame: pd.DataFrame,
+        requests: Sequence[TextRequest],
+        results: Sequence[dict[str, Any]],
+    ) -> pd.DataFrame:
+        return frame
+
+
+def ts(values: Any) -> np.ndarray:
+    """Anything datetime-like → numpy datetime64[s]."""
+    return np.asarray(values, dtype="datetime64[s]")
+
+
+def minutes(values: Any) -> np.ndarray:
+    return (np.asarray(values, dtype=float) * 60).round().astype("int64").astype("timedelta64[s]")
+
+
+def weighted_choice_rows(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:
+    """For each row of `weights` (rows × options), one option index drawn proportionally to the row."""
+    w = np.asarray(weights, dtype=float)
+    cum = np.cumsum(w, axis=1)
+    total = cum[:, -1:]
+    u = rng.random((w.shape[0], 1)) * total
+    idx = (cum < u).sum(axis=1)
+    return np.minimum(idx, w.shape[1] - 1)
+
+
+def exact_allocation(
+    rng: np.random.Generator, total: int, weights: np.ndarray, minimum: int = 0
+) -> np.ndarray:
+    """Split `total` units over len(weights) slots: each gets `minimum`, the rest proportionally at random."""
+    n = len(weights)
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    base = np.full(n, minimum, dtype=int)
+    rest = total - minimum * n
+    if rest < 0:
+        # Not enough units for the minimum everywhere: give one unit to `total` slots chosen by weight.
+        w = np.asarray(weights, dtype=float)
+        chosen = rng.choice(n, size=total, replace=False, p=w / w.sum())
+        out = np.zeros(n, dtype=int)
+        out[chosen] = 1
+        return out
+    w = np.asarray(weights, dtype=float)
+    return base + rng.multinomial(rest, w / w.sum())

@@ -1,0 +1,394 @@
+"""Cases and their history.
+
+A case arises from an activated order item, chosen with probability ∝ the product's case rate × its
+season in the order's month. The product's issue profile picks the issue; the issue's delay places the
+case in time. Routing picks the first agent among agents on duty, weighted by issue expertise; agents
+transfer with a probability that falls with skill (more for non-specialists), to specialists of the issue.
+Handle time = the issue's base time × the agents' speed × the customer region's speed that year ×
+(1 + penalty × transfers) × noise. A case whose close time falls after the span stays open.
+
+Each case also carries its *offer*: the remedy an agent offers (in the chat when there is one, else in
+the closing email) and whether it breaks the issue's policy (a remedy the policy does not allow, or one
+offered after its window, counted in calendar days from the order's EffectiveDate). The violation label
+is the ground truth of policy-violation identification.
+
+CaseHistory__c follows CRMArena's semantics exactly: one `Case Creation` row at CreatedDate; a first
+`Owner Assignment` with an empty OldValue__c; one `Owner Assignment` per transfer with OldValue__c = the
+agent transferring away and NewValue__c = the agent receiving; a `Case Closed` row at ClosedDate exactly
+when the case is closed. Case.OwnerId is the last NewValue__c.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from generator.objects.base import BuildContext, ObjectGenerator, weighted_choice_rows
+from generator.objects.orders import BuildError
+from generator.text.base import TextKind, TextRequest
+
+TONES = ["polite", "frustrated", "brief", "detailed", "anxious"]
+TONE_WEIGHTS = np.array([0.34, 0.22, 0.16, 0.16, 0.12])
+SEC = np.timedelta64(1, "s")
+MIN = np.timedelta64(60, "s")
+
+
+def _secs(x: np.ndarray) -> np.ndarray:
+    return np.round(np.asarray(x, dtype=float)).astype("int64").astype("timedelta64[s]")
+
+
+class CaseGenerator(ObjectGenerator):
+    sobject = "Case"
+    after = ("Product2", "Knowledge__kav", "Issue__c")
+    block_size = 512
+    sort_by = ("CreatedDate", "_item")
+    text_kind = TextKind.CASE
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(self._plan(ctx)["item"])
+
+    def _plan(self, ctx: BuildContext) -> dict[str, np.ndarray]:
+        def build() -> dict[str, np.ndarray]:
+            items = ctx.frame("OrderItem")
+            orders = ctx.frame("Order")
+            world = ctx.world
+            order_pos = items["_order"].to_numpy()
+            active = orders["Status"].to_numpy()[order_pos] == "Activated"
+            odate = orders["EffectiveDate"].to_numpy().astype("datetime64[s]")[order_pos]
+            end = np.datetime64(world.end, "s")
+            remaining = (end - odate) / np.timedelta64(1, "D")
+            month = pd.DatetimeIndex(odate).month.to_numpy() - 1
+            product = items["_product"].to_numpy()
+            weight = (
+                world.products["case_rate"].to_numpy()[product]
+                * world.product_season[product, month]
+                * np.clip(remaining / 30.0, 0.0, 1.0)
+                * active
+            )
+            n = world.counts["Case"]
+            eligible = int((weight > 0).sum())
+            if n > eligible:
+                raise BuildError(
+                    f"Case count {n} exceeds the {eligible} activated order items that can raise a case. "
+                    "Lower [counts].Case or raise [counts].OrderItem in the profile."
+                )
+            rng = ctx.rng("Case", "plan")
+            chosen = np.sort(rng.choice(len(items), size=n, replace=False, p=weight / weight.sum()))
+            chats = min(world.counts["LiveChatTranscript"], n)
+            has_chat = np.zeros(n, dtype=bool)
+            has_chat[rng.choice(n, size=chats, replace=False)] = True
+            return {"item": chosen, "has_chat": has_chat}
+
+        return ctx.plan("Case.plan", build)
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        plan = self._plan(ctx)
+        world = ctx.world
+        lat = ctx.profile.latent
+        rng = ctx.rng("Case", b)
+        items = ctx.frame("OrderItem")
+        orders = ctx.frame("Order")
+        item = plan["item"][rows.start : rows.stop]
+        has_chat = plan["has_chat"][rows.start : rows.stop]
+        n = len(item)
+        order_pos = items["_order"].to_numpy()[item]
+        product = items["_product"].to_numpy()[item]
+        customer = orders["_customer"].to_numpy()[order_pos]
+        order_date = orders["EffectiveDate"].to_numpy().astype("datetime64[s]")[order_pos]
+        end = np.datetime64(world.end, "s")
+
+        # Issue and time.
+        issue = weighted_choice_rows(rng, world.product_issues[product])
+        delay_days = np.array([world.issues[i].delay_days for i in issue])
+        order_time = order_date + _secs(rng.uniform(7 * 3600, 23 * 3600, n))
+        delay = rng.lognormal(np.log(delay_days), 0.6) * 86400.0
+        created = order_time + _secs(np.maximum(delay, 600.0))
+        late = created >= end - np.timedelta64(2, "h")
+        if late.any():
+            room = (end - np.timedelta64(2, "h") - order_time[late]) / SEC
+            created[late] = order_time[late] + _secs(
+                np.maximum(rng.uniform(0.05, 1.0, late.sum()) * room, 60.0)
+            )
+
+        # Routing and transfers.
+        agents = world.agents
+        a_from = agents["active_from"].to_numpy().astype("datetime64[s]")
+        a_to = agents["active_to"].to_numpy().astype("datetime64[s]")
+        on_duty = (a_from[None, :] <= created[:, None]) & (created[:, None] < a_to[None, :])
+        expertise = world.expertise[:, issue].T  # cases × agents
+        route_w = expertise * on_duty
+        first = weighted_choice_rows(rng, route_w)
+        p = lat["agents"]
+        chains = [[int(a)] for a in first]
+        current = first.copy()
+        open_chain = np.ones(n, dtype=bool)
+        transfer_prob = agents["transfer_prob"].to_numpy()
+        for _ in range(int(p["max_transfers"])):
+            is_spec = world.expertise[current, issue] > 1.0
+            prob = transfer_prob[current] * np.where(is_spec, 1.0, p["transfer_non_specialist_factor"])
+            going = open_chain & (rng.random(n) < np.clip(prob, 0.0, 0.95))
+            w = route_w.copy()
+            w[np.arange(n), current] = 0.0
+            nxt = weighted_choice_rows(rng, w)
+            going &= w.sum(axis=1) > 0
+            for j in np.flatnonzero(going):
+                chains[j].append(int(nxt[j]))
+            current = np.where(going, nxt, current)
+            open_chain &= going
+            if not open_chain.any():
+                break
+        n_transfers = np.array([len(c) - 1 for c in chains])
+        owner = np.array([c[-1] for c in chains])
+
+        # Handle time and status.
+        speed = agents["speed"].to_numpy()
+        speed_mix = np.array([np.exp(np.mean(np.log(speed[c]))) for c in chains])
+        cust = world.customers
+        state_idx = cust["state_idx"].to_numpy()[customer]
+        region = world.region_speed_at(state_idx, created)
+        cl = lat["cases"]
+        base = np.array([world.issues[i].handle_hours for i in issue]) * 60.0
+        handle = base * speed_mix * region * (1.0 + cl["transfer_time_penalty"] * n_transfers)
+        handle = handle * rng.lognormal(0.0, cl["handle_time_sigma"], n)
+        handle = np.maximum(handle, float(cl["min_handle_minutes"]))
+        closed_at = created + _secs(handle * 60.0)
+        stuck = rng.random(n) < cl["stuck_open_share"]
+        is_closed = (closed_at < end) & ~stuck
+        life_end = np.where(is_closed, closed_at, np.minimum(closed_at, end - np.timedelta64(1, "m")))
+        life = np.maximum((life_end - created) / SEC, 120.0)
+        first_assign = created + _secs(np.minimum(rng.uniform(60, 900, n), 0.04 * life))
+        transfer_times: list[list[np.datetime64]] = []
+        for i in range(n):
+            k = n_transfers[i]
+            if k == 0:
+                transfer_times.append([])
+                continue
+            fr = np.sort(rng.uniform(0.08, 0.9, k))
+            transfer_times.append([created[i] + _secs(np.array([f * life[i]]))[0] for f in fr])
+        open_status = np.where(
+            (n_transfers > 0) & (rng.random(n) < 0.5),
+            "Escalated",
+            np.where(rng.random(n) < 0.3, "New", "Working"),
+        )
+        status = np.where(is_closed, "Closed", open_status)
+
+        # Chat timing (the chat starts after the first assignment and ends before the case closes).
+        cmin, cmax = cl["chat_minutes"]
+        chat_start = first_assign + _secs(rng.uniform(30, 300, n))
+        chat_start = np.minimum(chat_start, created + _secs(0.5 * life))
+        chat_len = rng.uniform(cmin * 60, cmax * 60, n)
+        chat_end = np.minimum(chat_start + _secs(chat_len), life_end - np.timedelta64(30, "s"))
+        chat_end = np.maximum(chat_end, chat_start + np.timedelta64(60, "s"))
+
+        # The offer and its policy check.
+        def owner_at(i: int, t: np.datetime64) -> int:
+            k = 0
+            for tt in transfer_times[i]:
+                if tt <= t:
+                    k += 1
+            return chains[i][min(k, len(chains[i]) - 1)]
+
+        offer_time = np.where(
+            has_chat, chat_start + (chat_end - chat_start) // 2, life_end - _secs(rng.uniform(60, 600, n))
+        )
+        offer_time = np.maximum(offer_time, first_assign + np.timedelta64(60, "s"))
+        offer_channel = np.where(has_chat, "chat", np.where(is_closed, "email", "none"))
+        offer_agent = np.array([owner_at(i, offer_time[i]) for i in range(n)])
+        v_prob = world.violation_probability()[offer_agent]
+        violated = (rng.random(n) < v_prob) & (offer_channel != "none")
+        days_since = (
+            (offer_time.astype("datetime64[D]") - order_date.astype("datetime64[D]")) / np.timedelta64(1, "D")
+        ).astype(int)
+        all_remedies = sorted(world.remedies)
+        offer_remedy: list[str] = []
+        violation_kind: list[str] = []
+        for i in range(n):
+            policy = world.issues[issue[i]].remedies
+            if offer_channel[i] == "none":
+                offer_remedy.append("none")
+                violation_kind.append("")
+                continue
+            if violated[i]:
+                late_ok = sorted(r for r, w in policy.items() if days_since[i] > w)
+                not_allowed = [r for r in all_remedies if r not in policy]
+                if late_ok and (rng.random() < 0.5 or not not_allowed):
+                    offer_remedy.append(late_ok[int(rng.integers(0, len(late_ok)))])
+                    violation_kind.append("window")
+                elif not_allowed:
+                    offer_remedy.append(not_allowed[int(rng.integers(0, len(not_allowed)))])
+                    violation_kind.append("not_allowed")
+                else:
+                    violated[i] = False
+                    offer_remedy.append("none")
+                    violation_kind.append("")
+                continue
+            ok = sorted(r for r, w in policy.items() if days_since[i] <= w)
+            offer_remedy.append(ok[int(rng.integers(0, len(ok)))] if ok else "none")
+            violation_kind.append("")
+        wants = []
+        for i in range(n):
+            policy = sorted(world.issues[issue[i]].remedies)
+            if rng.random() < 0.7:
+                wants.append(policy[int(rng.integers(0, len(policy)))])
+            else:
+                wants.append(all_remedies[int(rng.integers(0, len(all_remedies)))])
+
+        # Visible fields.
+        prio_w = ctx.profile.picklist_weights("Case", "Priority") or {"Low": 1.0, "Medium": 1.0, "High": 1.0}
+        prio_vals = list(prio_w)
+        prio_p = np.array([prio_w[v] for v in prio_vals])
+        random_prio = np.array(prio_vals)[rng.choice(len(prio_vals), size=n, p=prio_p / prio_p.sum())]
+        issue_prio = np.array([world.issues[i].priority for i in issue])
+        priority = np.where(rng.random(n) < 0.7, issue_prio, random_prio)
+        orig_w = ctx.profile.picklist_weights("Case", "Origin") or {"Email": 1.0, "Web": 1.0, "Phone": 1.0}
+        orig_vals = [v for v in orig_w if v != "Chat"]
+        orig_p = np.array([orig_w[v] for v in orig_vals])
+        origin = np.array(orig_vals)[rng.choice(len(orig_vals), size=n, p=orig_p / orig_p.sum())]
+        origin = np.where(has_chat, "Chat", origin)
+        tone = np.array(TONES)[rng.choice(len(TONES), size=n, p=TONE_WEIGHTS)]
+
+        users = ctx.frame("User")["Id"].to_numpy()
+        accounts = ctx.frame("Account")["Id"].to_numpy()
+        contacts = ctx.frame("Contact")["Id"].to_numpy()
+        issue_ids = ctx.frame("Issue__c")["Id"].to_numpy()
+        return pd.DataFrame(
+            {
+                "Subject": None,
+                "Description": None,
+                "Status": status,
+                "Priority": priority,
+                "Origin": origin,
+                "ContactId": contacts[customer],
+                "AccountId": accounts[customer],
+                "OwnerId": users[owner],
+                "CreatedDate": created,
+                "ClosedDate": pd.Series(
+                    np.where(is_closed, closed_at, np.datetime64("NaT")), dtype="datetime64[s]"
+                ),
+                "OrderItemId__c": items["Id"].to_numpy()[item],
+                "IssueId__c": issue_ids[issue],
+                "_item": item,
+                "_order": order_pos,
+                "_product": product,
+                "_customer": customer,
+                "_issue": issue,
+                "_state": state_idx,
+                "_agents": [json.dumps(c) for c in chains],
+                "_transfer_times": [json.dumps([str(t) for t in tt]) for tt in transfer_times],
+                "_first_assign": first_assign,
+                "_handle_minutes": np.round(handle, 3),
+                "_has_chat": has_chat,
+                "_chat_start": chat_start,
+                "_chat_end": chat_end,
+                "_offer_channel": offer_channel,
+                "_offer_time": offer_time,
+                "_offer_agent": offer_agent,
+                "_offer_remedy": offer_remedy,
+                "_days_since_purchase": days_since,
+                "_violation": violated,
+                "_violation_kind": violation_kind,
+                "_want": wants,
+                "_tone": tone,
+            }
+        )
+
+    def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
+        prods = ctx.frame("Product2")
+        issues = ctx.frame("Issue__c")
+        contacts = ctx.frame("Contact")
+        orders = ctx.frame("Order")
+        pname = prods["Name"].to_numpy()
+        noun = ctx.world.products["noun"].to_numpy()
+        category = ctx.world.products["category"].to_numpy()
+        out = []
+        for r in frame[["Id", "_product", "_issue", "_customer", "_order", "_tone", "_want"]].itertuples(
+            index=False
+        ):
+            out.append(
+                TextRequest(
+                    TextKind.CASE,
+                    str(r[0]),
+                    {
+                        "product": str(pname[r[1]]),
+                        "noun": str(noun[r[1]]),
+                        "category": str(category[r[1]]),
+                        "issue": ctx.world.issues[int(r[2])].key,
+                        "issue_name": str(issues["Name"].iat[int(r[2])]),
+                        "customer_first": str(contacts["FirstName"].iat[int(r[3])]),
+                        "order_date": str(orders["EffectiveDate"].iat[int(r[4])])[:10],
+                        "tone": str(r[5]),
+                        "want": str(r[6]),
+                    },
+                )
+            )
+        return out
+
+    def apply_text(self, ctx: BuildContext, frame: pd.DataFrame, requests: Any, results: Any) -> pd.DataFrame:
+        frame["Subject"] = [r["subject"] for r in results]
+        frame["Description"] = [r["description"] for r in results]
+        return frame
+
+
+def case_owner_timeline(row: Any) -> tuple[list[int], list[np.datetime64]]:
+    agents = json.loads(row["_agents"])
+    times = [np.datetime64(t, "s") for t in json.loads(row["_transfer_times"])]
+    return agents, times
+
+
+class CaseHistoryGenerator(ObjectGenerator):
+    sobject = "CaseHistory__c"
+    block_size = 1024  # cases per block
+    sort_by = ("CreatedDate", "_case", "_seq")
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.frame("Case"))
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        cases = ctx.frame("Case").iloc[rows.start : rows.stop]
+        users = ctx.frame("User")["Id"].to_numpy()
+        case_pos: list[int] = []
+        seq: list[int] = []
+        field: list[str] = []
+        old: list[Any] = []
+        new: list[Any] = []
+        when: list[np.datetime64] = []
+        for offset, (_cid, created, closed, agents_json, times_json, first_assign) in enumerate(
+            cases[
+                ["Id", "CreatedDate", "ClosedDate", "_agents", "_transfer_times", "_first_assign"]
+            ].itertuples(index=False)
+        ):
+            pos = rows.start + offset
+            agents = json.loads(agents_json)
+            times = [np.datetime64(t, "s") for t in json.loads(times_json)]
+            events: list[tuple[str, Any, Any, np.datetime64]] = [
+                ("Case Creation", None, None, np.datetime64(created, "s")),
+                ("Owner Assignment", None, users[agents[0]], np.datetime64(first_assign, "s")),
+            ]
+            for k, t in enumerate(times):
+                events.append(("Owner Assignment", users[agents[k]], users[agents[k + 1]], t))
+            if not pd.isna(closed):
+                events.append(("Case Closed", None, None, np.datetime64(closed, "s")))
+            for s, (f, o, nw, t) in enumerate(events):
+                case_pos.append(pos)
+                seq.append(s)
+                field.append(f)
+                old.append(o)
+                new.append(nw)
+                when.append(t)
+        case_ids = ctx.frame("Case")["Id"].to_numpy()
+        return pd.DataFrame(
+            {
+                "CaseId__c": case_ids[np.array(case_pos, dtype=int)],
+                "Field__c": field,
+                "OldValue__c": old,
+                "NewValue__c": new,
+                "CreatedDate": np.array(when, dtype="datetime64[s]"),
+                "_case": np.array(case_pos, dtype=int),
+                "_seq": np.array(seq, dtype=int),
+            }
+        )

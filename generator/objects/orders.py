@@ -1,0 +1,190 @@
+"""Orders and order items, driven by customers' shopping habits and products' popularity and season."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from generator.objects.base import BuildContext, ObjectGenerator, exact_allocation
+from schemas.errors import Terminal
+
+
+class BuildError(Terminal):
+    """The profile asks for something the generator cannot produce (names the object and what to change)."""
+
+
+def span_months(ctx: BuildContext) -> np.ndarray:
+    """First instant of every month overlapping the span, as datetime64[s]."""
+    start = pd.Timestamp(ctx.profile.span.start).to_period("M")
+    end = pd.Timestamp(ctx.profile.span.end).to_period("M")
+    return pd.period_range(start, end, freq="M").to_timestamp().to_numpy().astype("datetime64[s]")
+
+
+class OrderGenerator(ObjectGenerator):
+    sobject = "Order"
+    block_size = 256  # customers per block
+    sort_by = ("EffectiveDate", "_customer", "_seq")
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.world.customers)
+
+    def _per_customer(self, ctx: BuildContext) -> np.ndarray:
+        def build() -> np.ndarray:
+            cust = ctx.world.customers
+            end = np.datetime64(ctx.world.end, "s")
+            start = np.datetime64(ctx.world.start, "s")
+            active = (end - np.maximum(cust["joined"].to_numpy(), start)) / (end - start)
+            weights = cust["order_rate"].to_numpy() * np.clip(active, 0.02, 1.0)
+            total = ctx.world.counts["Order"]
+            minimum = 1 if total >= len(cust) else 0
+            return exact_allocation(ctx.rng("Order", "allocation"), total, weights, minimum)
+
+        return ctx.plan("Order.per_customer", build)
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        per = self._per_customer(ctx)
+        cust = ctx.world.customers
+        rng = ctx.rng("Order", b)
+        months = span_months(ctx)
+        moy = pd.DatetimeIndex(months).month.to_numpy() - 1
+        years_in = (months - months[0]).astype("timedelta64[D]").astype(float) / 365.25
+        growth = (1.0 + ctx.profile.latent["customers"]["growth_per_year"]) ** years_in
+        start = np.datetime64(ctx.world.start, "s")
+        end = np.datetime64(ctx.world.end, "s")
+        month_end = np.append(months[1:], end)
+        out_cust: list[int] = []
+        out_date: list[Any] = []
+        out_seq: list[int] = []
+        for c in rows:
+            k = int(per[c])
+            if k == 0:
+                continue
+            joined = cust["joined"].iat[c]
+            ok = month_end > np.datetime64(joined, "s")
+            w = ctx.world.customer_months[c, moy] * growth * ok
+            chosen = rng.choice(len(months), size=k, p=w / w.sum())
+            lo = np.maximum(months[chosen], np.maximum(np.datetime64(joined, "s"), start))
+            hi = np.minimum(month_end[chosen], end)
+            width = np.maximum((hi - lo).astype("timedelta64[D]").astype(int), 1)
+            day = lo.astype("datetime64[D]") + rng.integers(0, width).astype("timedelta64[D]")
+            out_cust.extend([c] * k)
+            out_date.extend(day.tolist())
+            out_seq.extend(range(k))
+        n = len(out_cust)
+        dates = np.array(out_date, dtype="datetime64[D]").astype("datetime64[s]")
+        books = ctx.frame("Pricebook2")
+        vf = books["ValidFrom"].to_numpy().astype("datetime64[s]")
+        vt = books["ValidTo"].to_numpy().astype("datetime64[s]")
+        seasonal = np.flatnonzero(~books["IsStandard"].to_numpy())
+        book = np.zeros(n, dtype=int)
+        if len(seasonal):
+            for i, d in enumerate(dates):
+                hit = seasonal[(vf[seasonal] <= d) & (d <= vt[seasonal])]
+                if len(hit):
+                    book[i] = hit[0]
+        use_standard = rng.random(n) < ctx.profile.latent["customers"]["standard_pricebook_share"]
+        book[use_standard] = 0
+        recent = dates > end - np.timedelta64(30, "D")
+        draft_p = ctx.profile.latent["customers"]["draft_share"] * np.where(recent, 3.0, 1.0)
+        status = np.where(rng.random(n) < draft_p, "Draft", "Activated")
+        acc_ids = ctx.frame("Account")["Id"].to_numpy()
+        cust_idx = np.array(out_cust, dtype=int)
+        return pd.DataFrame(
+            {
+                "AccountId": acc_ids[cust_idx] if n else np.array([], dtype=object),
+                "Status": status,
+                "EffectiveDate": dates,
+                "Pricebook2Id": books["Id"].to_numpy()[book],
+                "_customer": cust_idx,
+                "_seq": np.array(out_seq, dtype=int),
+                "_book": book,
+            }
+        )
+
+
+class OrderItemGenerator(ObjectGenerator):
+    sobject = "OrderItem"
+    block_size = 1024  # orders per block
+    sort_by = ("_order", "_line")
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.frame("Order"))
+
+    def _per_order(self, ctx: BuildContext) -> np.ndarray:
+        def build() -> np.ndarray:
+            orders = ctx.frame("Order")
+            rng = ctx.rng("OrderItem", "allocation")
+            basket = rng.lognormal(0.0, 0.5, len(ctx.world.customers))
+            weights = basket[orders["_customer"].to_numpy()]
+            total = ctx.world.counts["OrderItem"]
+            if total < len(orders):
+                raise BuildError(
+                    f"OrderItem count {total} is below the Order count {len(orders)}; every order needs an item. "
+                    "Raise [counts].OrderItem in the profile."
+                )
+            per = exact_allocation(rng, total, weights, 1)
+            n_products = len(ctx.frame("Product2"))
+            return np.minimum(per, n_products)
+
+        return ctx.plan("OrderItem.per_order", build)
+
+    def _entries(self, ctx: BuildContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            pbe = ctx.frame("PricebookEntry")
+            n_books, n_products = len(ctx.frame("Pricebook2")), len(ctx.frame("Product2"))
+            index = np.full((n_books, n_products), -1, dtype=int)
+            index[pbe["_book"].to_numpy(), pbe["_product"].to_numpy()] = np.arange(len(pbe))
+            return index, pbe["Id"].to_numpy(), pbe["UnitPrice"].to_numpy()
+
+        return ctx.plan("OrderItem.entries", build)
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        orders = ctx.frame("Order").iloc[rows.start : rows.stop]
+        per = self._per_order(ctx)[rows.start : rows.stop]
+        index, entry_ids, entry_price = self._entries(ctx)
+        world = ctx.world
+        rng = ctx.rng("OrderItem", b)
+        prods = world.products
+        cat = prods["category_idx"].to_numpy()
+        popularity = prods["popularity"].to_numpy()
+        month = pd.DatetimeIndex(orders["EffectiveDate"]).month.to_numpy() - 1
+        season = np.sqrt(world.product_season[:, month].T)  # purchases follow seasons more gently than cases
+        prefs = world.customer_categories[orders["_customer"].to_numpy()][:, cat]
+        books = orders["_book"].to_numpy()
+        available = index[books] >= 0
+        weights = prefs * popularity[None, :] * season * available
+        # Gumbel top-k: k distinct products per order, drawn proportionally to the weights.
+        with np.errstate(divide="ignore"):
+            keys = np.log(weights) + rng.gumbel(size=weights.shape)
+        ranked = np.argsort(-keys, axis=1, kind="stable")
+        order_pos: list[int] = []
+        line: list[int] = []
+        product: list[int] = []
+        for i, k in enumerate(per):
+            k = int(min(k, int(available[i].sum())))
+            order_pos.extend([rows.start + i] * k)
+            line.extend(range(k))
+            product.extend(ranked[i, :k].tolist())
+        order_pos_a = np.array(order_pos, dtype=int)
+        product_a = np.array(product, dtype=int)
+        book_a = ctx.frame("Order")["_book"].to_numpy()[order_pos_a]
+        entry = index[book_a, product_a]
+        qw = np.asarray(ctx.profile.latent["customers"]["quantity_weights"], dtype=float)
+        quantity = rng.choice(np.arange(1, len(qw) + 1), size=len(product_a), p=qw / qw.sum()).astype(float)
+        all_orders = ctx.frame("Order")
+        return pd.DataFrame(
+            {
+                "OrderId": all_orders["Id"].to_numpy()[order_pos_a],
+                "Product2Id": ctx.frame("Product2")["Id"].to_numpy()[product_a],
+                "PricebookEntryId": entry_ids[entry],
+                "Quantity": quantity,
+                "UnitPrice": entry_price[entry],
+                "_order": order_pos_a,
+                "_line": np.array(line, dtype=int),
+                "_product": product_a,
+            }
+        )

@@ -1,0 +1,164 @@
+"""Users (support agents), person accounts (customers) and their contacts."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from generator.ids import make_id
+from generator.objects.base import BuildContext, ObjectGenerator
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _unique(values: list[str], make_variant: object) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for v in values:
+        candidate, n = v, 1
+        while candidate.lower() in seen:
+            n += 1
+            candidate = make_variant(v, n)  # type: ignore[operator]
+        seen.add(candidate.lower())
+        out.append(candidate)
+    return out
+
+
+class UserGenerator(ObjectGenerator):
+    sobject = "User"
+    block_size = 100_000  # users are few; one block keeps their names unique by construction
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.world.agents)
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        agents = ctx.world.agents
+        n = len(agents)
+        fake = ctx.faker("User", b)
+        first = [fake.first_name() for _ in range(n)]
+        last = [fake.last_name() for _ in range(n)]
+        domain = ctx.profile.company.domain
+        local = _unique(
+            [f"{_slug(f)}.{_slug(s)}" for f, s in zip(first, last, strict=True)],
+            lambda v, k: f"{v}{k}",
+        )
+        alias = _unique(
+            [(_slug(f)[:1] + _slug(s))[:8] for f, s in zip(first, last, strict=True)],
+            lambda v, k: f"{v[:6]}{k}",
+        )
+        now = ctx.world.end
+        active_to = agents["active_to"].to_numpy()
+        titles = np.where(
+            agents["primary_issue"].to_numpy() >= 0,
+            "Senior Support Agent",
+            np.where(agents["skill"].to_numpy() > 0.6, "Support Agent II", "Support Agent"),
+        )
+        frame = pd.DataFrame(
+            {
+                "FirstName": first,
+                "LastName": last,
+                "Email": [f"{x}@{domain}" for x in local],
+                "Phone": [fake.numerify("(###) ###-####") for _ in range(n)],
+                "Username": [f"{x}@{ctx.profile.name}.{domain}" for x in local],
+                "Alias": alias,
+                "Title": titles,
+                "ProfileId": make_id(ctx.model.key_prefix("Profile"), 0),
+                "IsActive": active_to > np.datetime64(now, "s"),
+                "LanguageLocaleKey": "en_US",
+                "EmailEncodingKey": "UTF-8",
+                "TimeZoneSidKey": agents["timezone"].to_numpy(),
+                "LocaleSidKey": "en_US",
+                "_agent": np.arange(n),
+            }
+        )
+        return frame
+
+
+class AccountGenerator(ObjectGenerator):
+    sobject = "Account"
+    block_size = 1024
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.world.customers)
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        cust = ctx.world.customers.iloc[rows.start : rows.stop]
+        n = len(cust)
+        fake = ctx.faker("Account", b)
+        first = [fake.first_name() for _ in range(n)]
+        last = [fake.last_name() for _ in range(n)]
+        domains = [
+            "gmail.com",
+            "yahoo.com",
+            "outlook.com",
+            "icloud.com",
+            "hotmail.com",
+            "aol.com",
+            "proton.me",
+        ]
+        rng = ctx.rng("Account", b)
+        emails = [
+            f"{_slug(f)}{sep}{_slug(s)}{num}@{domains[d]}"
+            for f, s, sep, num, d in zip(
+                first,
+                last,
+                rng.choice([".", "_", ""], n),
+                [str(x) if x < 100 else "" for x in rng.integers(0, 160, n)],
+                rng.integers(0, len(domains), n),
+                strict=True,
+            )
+        ]
+        # Globally unique email: the block and row make a suffix only when needed (checked in finalize).
+        states = cust["state"].tolist()
+        return pd.DataFrame(
+            {
+                "FirstName": first,
+                "LastName": last,
+                "PersonEmail": emails,
+                "Phone": [fake.numerify("(###) ###-####") for _ in range(n)],
+                "RecordTypeId": make_id(ctx.model.key_prefix("RecordType"), 0),
+                "ShippingStreet": [fake.street_address() for _ in range(n)],
+                "ShippingCity": cust["city"].tolist(),
+                "ShippingState": states,
+                "ShippingPostalCode": [fake.zipcode_in_state(s) if s else fake.zipcode() for s in states],
+                "ShippingCountry": "United States",
+                "_customer": np.arange(rows.start, rows.stop),
+            }
+        )
+
+    def after_ids(self, ctx: BuildContext, frame: pd.DataFrame) -> pd.DataFrame:
+        frame["PersonEmail"] = _unique(frame["PersonEmail"].tolist(), lambda v, k: v.replace("@", f"{k}@", 1))
+        return frame
+
+
+class ContactGenerator(ObjectGenerator):
+    """The person contact of every account: same person, same email; owned by an agent."""
+
+    sobject = "Contact"
+    block_size = 1024
+
+    def units(self, ctx: BuildContext) -> int:
+        return len(ctx.frame("Account"))
+
+    def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
+        rows = self.block_range(ctx, b)
+        acc = ctx.frame("Account").iloc[rows.start : rows.stop]
+        users = ctx.frame("User")
+        rng = ctx.rng("Contact", b)
+        owners = users["Id"].to_numpy()[rng.integers(0, len(users), len(acc))]
+        return pd.DataFrame(
+            {
+                "FirstName": acc["FirstName"].to_numpy(),
+                "LastName": acc["LastName"].to_numpy(),
+                "Email": acc["PersonEmail"].to_numpy(),
+                "Phone": acc["Phone"].to_numpy(),
+                "AccountId": acc["Id"].to_numpy(),
+                "OwnerId": owners,
+                "_customer": acc["_customer"].to_numpy(),
+            }
+        )

@@ -1,0 +1,291 @@
+"""The build pipeline as plain library code (no prefect).
+
+For each object, in generation order: run its blocks (split over shards), assemble them in block order
+and assign ids, write its text (requests split over shards), then persist the frame. An *executor*
+decides where shard jobs run: `LocalExecutor` here (in-process), a Prefect task runner in `flows/` (threads
+or Dask processes). Shard jobs are small picklable records; a worker process that lacks the run's context
+rebuilds it from the profile and the frames already persisted in the bundle's work folder, so the same
+job gives the same result wherever it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import pickle
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import networkx as nx
+import pandas as pd
+
+from generator.objects import GENERATORS, BuildContext, BuildError
+from generator.text.base import TextRequest, TextWriter
+from generator.world import build_world
+from schemas.graph import build_graph
+from schemas.model import OrgModel, load_model
+from schemas.profile import Profile, load_profile
+
+T = TypeVar("T")
+WORK_DIR = ".work"
+
+
+def generation_order(model: OrgModel) -> list[str]:
+    """Topological order of lookups plus generators' extra (non-lookup) dependencies; ties by name."""
+    missing = [o.name for o in model if o.name not in GENERATORS]
+    if missing:
+        raise BuildError(
+            f"The org model has `{missing[0]}` but no generator produces it. Add a generator in "
+            "generator/objects/ and register it in GENERATORS."
+        )
+    g = nx.DiGraph(build_graph(model))
+    for name, gen in GENERATORS.items():
+        for dep in gen.after:
+            g.add_edge(dep, name)
+    g.remove_edges_from([(a, b) for a, b in list(g.edges) if a == b])
+    return list(nx.lexicographical_topological_sort(g))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What identifies a build's data: the same RunSpec gives byte-identical data files."""
+
+    profile: str
+    seed: int
+    scale: float
+    writer: str = "offline"
+    writer_options: tuple[tuple[str, Any], ...] = ()
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.profile, self.seed, self.scale, self.writer, self.writer_options)
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One unit of work for an executor: a stage of one object over a slice of its blocks or requests."""
+
+    root: str
+    run: RunSpec
+    sobject: str
+    stage: str  # "structured" | "text"
+    shard: int
+    shards: int
+
+
+def shard_slice(n: int, shard: int, shards: int) -> range:
+    """Contiguous slice `shard` of `shards` over n units."""
+    lo = math.floor(n * shard / shards)
+    hi = math.floor(n * (shard + 1) / shards)
+    return range(lo, hi)
+
+
+# -- process-local run contexts -------------------------------------------------------------------------
+
+_CONTEXTS: dict[tuple[str, tuple[Any, ...]], BuildContext] = {}
+_TEXT_REQUESTS: dict[tuple[str, str], list[TextRequest]] = {}
+_WRITERS: dict[tuple[str, tuple[Any, ...]], TextWriter] = {}
+WriterFactory = Callable[[RunSpec, Profile], TextWriter]
+_writer_factory: WriterFactory | None = None
+
+
+def set_writer_factory(factory: WriterFactory) -> None:
+    global _writer_factory
+    _writer_factory = factory
+
+
+def make_context(run: RunSpec, model: OrgModel | None = None) -> BuildContext:
+    model = model or load_model()
+    profile = load_profile(run.profile, model)
+    world = build_world(profile, run.seed, run.scale)
+    return BuildContext(model=model, profile=profile, world=world, seed=run.seed, scale=run.scale)
+
+
+def register_context(root: Path, run: RunSpec, ctx: BuildContext) -> None:
+    _CONTEXTS[(str(root), run.key())] = ctx
+
+
+def forget_context(root: Path, run: RunSpec) -> None:
+    _CONTEXTS.pop((str(root), run.key()), None)
+    for key in [k for k in _TEXT_REQUESTS if k[0] == str(root)]:
+        _TEXT_REQUESTS.pop(key, None)
+
+
+def context_for(job: ShardJob) -> BuildContext:
+    key = (job.root, job.run.key())
+    ctx = _CONTEXTS.get(key)
+    if ctx is None:
+        ctx = make_context(job.run)
+        _CONTEXTS[key] = ctx
+    work = Path(job.root) / WORK_DIR
+    for name in generation_order(ctx.model):
+        if name in ctx.frames:
+            continue
+        path = work / f"{name}.pkl"
+        if not path.exists():
+            break
+        ctx.frames[name] = pd.read_pickle(path)
+    return ctx
+
+
+def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
+    key = (str(id(ctx)), run.key())
+    writer = _WRITERS.get(key)
+    if writer is None:
+        if _writer_factory is None:
+            from generator.text.offline import OfflineWriter
+
+            writer = OfflineWriter(run.seed, ctx.profile.company.name)
+        else:
+            writer = _writer_factory(run, ctx.profile)
+        _WRITERS[key] = writer
+    return writer
+
+
+def text_requests_for(job: ShardJob, ctx: BuildContext) -> list[TextRequest]:
+    key = (job.root, job.sobject)
+    reqs = _TEXT_REQUESTS.get(key)
+    if reqs is None:
+        gen = GENERATORS[job.sobject]
+        reqs = gen.text_requests(ctx, ctx.frames[job.sobject + ":structured"])
+        _TEXT_REQUESTS[key] = reqs
+    return reqs
+
+
+def run_structured_shard(job: ShardJob) -> list[tuple[int, pd.DataFrame]]:
+    ctx = context_for(job)
+    gen = GENERATORS[job.sobject]
+    blocks = gen.n_blocks(ctx)
+    return [(b, gen.block(ctx, b)) for b in shard_slice(blocks, job.shard, job.shards)]
+
+
+async def run_text_shard(job: ShardJob) -> list[dict[str, Any]]:
+    ctx = context_for(job)
+    if job.sobject + ":structured" not in ctx.frames:
+        path = Path(job.root) / WORK_DIR / f"{job.sobject}.structured.pkl"
+        ctx.frames[job.sobject + ":structured"] = pd.read_pickle(path)
+    reqs = text_requests_for(job, ctx)
+    part = [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+    if not part:
+        return []
+    gen = GENERATORS[job.sobject]
+    assert gen.text_kind is not None
+    writer = writer_for(job.run, ctx)
+    results = await writer.write(gen.text_kind, part)
+    if len(results) != len(part):
+        raise BuildError(
+            f"The {writer.name} writer returned {len(results)} texts for {len(part)} {job.sobject} requests; "
+            "no record may be dropped."
+        )
+    return results
+
+
+def run_shard_sync(job: ShardJob) -> Any:
+    """Entry point for process-based executors (Dask): runs one job to completion."""
+    if job.stage == "structured":
+        return run_structured_shard(job)
+    return asyncio.run(run_text_shard(job))
+
+
+# -- executors --------------------------------------------------------------------------------------------
+
+
+class Executor(Protocol):
+    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+        """Run the jobs (possibly in parallel); results in job order."""
+
+
+class LocalExecutor:
+    """Runs every job in this process; text shards run concurrently on the event loop."""
+
+    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+        if not jobs:
+            return []
+        if jobs[0].stage == "structured":
+            return [run_structured_shard(j) for j in jobs]
+        return list(await asyncio.gather(*(run_text_shard(j) for j in jobs)))
+
+
+# -- the pipeline ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Callbacks for a progress display; all optional."""
+
+    on_object_start: Callable[[str, int], None] = lambda name, total: None
+    on_object_done: Callable[[str, int, float], None] = lambda name, rows, seconds: None
+
+
+@dataclass
+class GenerationResult:
+    ctx: BuildContext
+    order: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+    text_counts: dict[str, int] = field(default_factory=dict)
+
+
+async def generate(
+    root: Path,
+    run: RunSpec,
+    executor: Executor,
+    shards: int,
+    persist: Callable[[str, pd.DataFrame], Awaitable[None] | None],
+    progress: Progress | None = None,
+    ctx: BuildContext | None = None,
+    shares_memory: bool = True,
+) -> GenerationResult:
+    """Generate every object in order. `persist(name, frame)` is called once per finished object."""
+    progress = progress or Progress()
+    ctx = ctx or make_context(run)
+    register_context(root, run, ctx)
+    work = root / WORK_DIR
+    work.mkdir(parents=True, exist_ok=True)
+    order = generation_order(ctx.model)
+    result = GenerationResult(ctx=ctx, order=order)
+    try:
+        for name in order:
+            t0 = time.perf_counter()
+            gen = GENERATORS[name]
+            blocks = gen.n_blocks(ctx)
+            progress.on_object_start(name, blocks)
+            n = max(1, min(shards, blocks))
+            jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
+            parts = [p for shard in await executor.run(f"{name}.structured", jobs) for p in shard]
+            parts.sort(key=lambda bp: bp[0])
+            frame = gen.finalize(ctx, [p for _, p in parts])
+            if gen.text_kind is not None:
+                ctx.frames[name + ":structured"] = frame
+                if not shares_memory:
+                    frame.to_pickle(work / f"{name}.structured.pkl")
+                reqs = gen.text_requests(ctx, frame)
+                _TEXT_REQUESTS[(str(root), name)] = reqs
+                tn = max(1, min(shards, len(reqs)))
+                tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
+                texts = [r for shard in await executor.run(f"{name}.text", tjobs) for r in shard]
+                if len(texts) != len(reqs):
+                    raise BuildError(
+                        f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
+                    )
+                frame = gen.apply_text(ctx, frame, reqs, texts)
+                result.text_counts[name] = len(reqs)
+                del ctx.frames[name + ":structured"]
+                _TEXT_REQUESTS.pop((str(root), name), None)
+            ctx.frames[name] = frame
+            if not shares_memory:
+                frame.to_pickle(work / f"{name}.pkl")
+            maybe = persist(name, frame)
+            if maybe is not None:
+                await maybe
+            result.timings[name] = time.perf_counter() - t0
+            progress.on_object_done(name, len(frame), result.timings[name])
+    finally:
+        forget_context(root, run)
+    return result
+
+
+def dump_context(ctx: BuildContext, path: Path) -> None:
+    with path.open("wb") as fh:
+        pickle.dump(ctx, fh)

@@ -1,0 +1,120 @@
+"""The writer interface. A writer turns latent facts into the free text of records.
+
+Requests carry a stable `key` (the record or thread id) and JSON-serialisable `facts`; results are dicts
+whose shape depends on the kind (see `OUTPUT_SCHEMAS`). Writers must return exactly one result per
+request, in request order, and must never drop a request: a request they cannot serve raises.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class TextKind(StrEnum):
+    PRODUCT = "product"
+    ISSUE = "issue"
+    CATEGORY = "category"
+    KNOWLEDGE = "knowledge"
+    CASE = "case"
+    EMAIL_THREAD = "email_thread"
+    CHAT = "chat"
+    PARAPHRASE = "paraphrase"
+    PRODUCT_MENTION = "product_mention"
+
+
+@dataclass(frozen=True)
+class TextRequest:
+    kind: TextKind
+    key: str
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+_STR = {"type": "string", "minLength": 1}
+
+OUTPUT_SCHEMAS: dict[TextKind, dict[str, Any]] = {
+    TextKind.PRODUCT: {
+        "type": "object",
+        "properties": {"name": _STR, "description": _STR},
+        "required": ["name", "description"],
+        "additionalProperties": False,
+    },
+    TextKind.ISSUE: {
+        "type": "object",
+        "properties": {"name": _STR, "description": _STR},
+        "required": ["name", "description"],
+        "additionalProperties": False,
+    },
+    TextKind.CATEGORY: {
+        "type": "object",
+        "properties": {"description": _STR},
+        "required": ["description"],
+        "additionalProperties": False,
+    },
+    TextKind.KNOWLEDGE: {
+        "type": "object",
+        "properties": {"title": _STR, "summary": _STR, "body": _STR},
+        "required": ["title", "summary", "body"],
+        "additionalProperties": False,
+    },
+    TextKind.CASE: {
+        "type": "object",
+        "properties": {"subject": _STR, "description": _STR},
+        "required": ["subject", "description"],
+        "additionalProperties": False,
+    },
+    TextKind.EMAIL_THREAD: {
+        "type": "object",
+        "properties": {
+            "messages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"subject": _STR, "body": _STR},
+                    "required": ["subject", "body"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["messages"],
+        "additionalProperties": False,
+    },
+    TextKind.CHAT: {
+        "type": "object",
+        "properties": {"body": _STR},
+        "required": ["body"],
+        "additionalProperties": False,
+    },
+    TextKind.PARAPHRASE: {
+        "type": "object",
+        "properties": {"text": _STR},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    TextKind.PRODUCT_MENTION: {
+        "type": "object",
+        "properties": {"mention": _STR, "search_term": _STR},
+        "required": ["mention", "search_term"],
+        "additionalProperties": False,
+    },
+}
+
+
+class TextWriter(ABC):
+    """Writes free text for batches of requests of one kind."""
+
+    name: str = "writer"
+
+    @abstractmethod
+    async def write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
+        """One result per request, in order."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this writer."""
+        return {"name": self.name}
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release clients and flush caches."""

@@ -1,0 +1,333 @@
+"""The offline writer: deterministic, template based, instant, no key and no network.
+
+Every text is drawn from `vocab.py` with a `random.Random` seeded by (run seed, kind, record key), so a
+text never depends on batch order, shard or worker count. Texts state the latent facts they are given:
+a case names its product and issue, a knowledge article states its policy's windows, an agent's offer
+uses the remedy's canonical phrase (which is how violations are detected).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
+
+from generator.rng import derive_seed
+from generator.text import vocab
+from generator.text.base import TextKind, TextRequest, TextWriter
+
+
+def human_date(iso: str) -> str:
+    d = date.fromisoformat(iso[:10])
+    return f"{d.strftime('%B')} {d.day}, {d.year}"
+
+
+def issue_name(key: str) -> str:
+    return vocab.ISSUE_NAMES.get(key, key.replace("_", " ").capitalize())
+
+
+def product_name(noun: str, modifier_index: int) -> str:
+    n = len(vocab.MODIFIERS)
+    first = vocab.MODIFIERS[modifier_index % n]
+    if modifier_index < n:
+        return f"{first} {noun}"
+    second = vocab.MODIFIERS[(modifier_index // n + modifier_index) % n]
+    return f"{first} {second} {noun}"
+
+
+def _title(key: str) -> str:
+    return key.replace("_", " ").title()
+
+
+class OfflineWriter(TextWriter):
+    name = "offline"
+
+    def __init__(self, seed: int, company: str = "our company") -> None:
+        self.seed = seed
+        self.company = company
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    async def write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
+        return self.write_sync(kind, requests)
+
+    def write_sync(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
+        render = _RENDERERS[kind]
+        out = []
+        for req in requests:
+            rng = random.Random(derive_seed(self.seed, "text", kind.value, req.key))
+            out.append(render(self, rng, req.facts))
+        return out
+
+    # -- catalog -------------------------------------------------------------------------------------
+
+    def _product(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        name = product_name(str(f["noun"]), int(f["modifier_index"]))
+        feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
+        a, b = rng.sample(feats, 2)
+        use = rng.choice(vocab.PRODUCT_USES)
+        templates = [
+            f"The {name} is built for {use}, with {a} and {b}.",
+            f"Meet the {name}: {a}, {b}, and a fit made for {use}.",
+            f"Designed for {use}, the {name} pairs {a} with {b}.",
+            f"With {a} and {b}, the {name} is ready for {use}.",
+        ]
+        extra = rng.choice(
+            [
+                "Available in several colours.",
+                "Part of our best-selling line.",
+                "Backed by our warranty.",
+                "A favourite of our run club.",
+                "Machine washable." if "Shoes" not in str(f["category"]) else "Fits true to our size chart.",
+            ]
+        )
+        return {"name": name, "description": f"{rng.choice(templates)} {extra}"}
+
+    def _issue(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        key = str(f["key"])
+        desc = vocab.ISSUE_DESCRIPTIONS.get(key, f"Cases about {issue_name(key).lower()}.")
+        return {"name": issue_name(key), "description": desc}
+
+    def _category(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        name = str(f["name"])
+        text = rng.choice(vocab.CATEGORY_BLURBS).format(
+            name=name, lower=name.lower(), company=self.company, use=rng.choice(vocab.PRODUCT_USES)
+        )
+        return {"description": text}
+
+    # -- knowledge -----------------------------------------------------------------------------------
+
+    def _knowledge(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        kind = str(f["kind"])
+        facts: list[Mapping[str, str]] = list(f["facts"])
+        company = self.company
+        if kind == "issue_policy":
+            iname = str(f["issue_name"])
+            title = rng.choice(
+                [f"{iname}: Resolution Policy", f"Policy: Resolving {iname} Cases", f"{iname} Policy"]
+            )
+            rules = []
+            for rkey, window in dict(f["remedies"]).items():
+                phrase = dict(f["remedy_phrases"])[rkey]
+                rules.append("- " + rng.choice(vocab.REMEDY_RULES).format(phrase=phrase, window=window))
+            allowed = ", ".join(dict(f["remedy_phrases"])[r] for r in dict(f["remedies"]))
+            body = "\n".join(
+                [
+                    f"This article sets out how {company} agents resolve cases about {iname.lower()}.",
+                    "",
+                    "Allowed resolutions:",
+                    *rules,
+                    "",
+                    f"Only these resolutions ({allowed}) may be offered for {iname.lower()} cases, and only within the "
+                    "windows above, counted from the purchase date. Offering any other resolution, or offering one after "
+                    "its window has passed, is a policy violation.",
+                    "",
+                    "Frequently asked:",
+                    *[
+                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: Within {q['answer']}."
+                        for q in facts
+                    ],
+                ]
+            )
+            summary = f"Which resolutions agents may offer for {iname.lower()} cases, and within how many days of purchase."
+            return {"title": title, "summary": summary, "body": body}
+        if kind == "general":
+            subject = _title(str(f["subject"]))
+            title = rng.choice([subject, f"{company} {subject}", f"Understanding Our {subject}"])
+            intro = rng.choice(
+                [
+                    f"This article explains the {subject.lower()} of {company}.",
+                    f"Here is what customers and agents need to know about our {subject.lower()}.",
+                    f"Our {subject.lower()} in brief, for agents answering customer questions.",
+                ]
+            )
+            lines = [intro, ""]
+            for q in facts:
+                lines.append(f"Q: {q['question']}\nA: {q['answer']}.")
+            return {
+                "title": title,
+                "summary": f"Key facts about the {subject.lower()} at {company}.",
+                "body": "\n".join(lines),
+            }
+        data = dict(f.get("data", {}))
+        subject = str(f["subject"])
+        guide = str(data.get("guide", "product"))
+        if guide == "sizing":
+            title = rng.choice(
+                [f"{subject} Sizing Guide", f"How {subject} Fit", f"Finding Your Size: {subject}"]
+            )
+        elif guide == "care":
+            title = rng.choice(
+                [f"Caring for {subject}", f"{subject} Care Instructions", f"How to Wash {subject}"]
+            )
+        else:
+            title = rng.choice([f"Getting the Most from Your {subject}", f"{subject}: Buying Guide"])
+        lines = [
+            rng.choice(
+                [
+                    f"A quick guide to {subject.lower()} from {company}.",
+                    f"Tips from our product team on {subject.lower()}.",
+                ]
+            ),
+            "",
+        ]
+        for q in facts:
+            lines.append(f"Q: {q['question']}\nA: {q['answer']}.")
+        return {"title": title, "summary": f"Guidance on {subject.lower()}.", "body": "\n".join(lines)}
+
+    # -- cases and conversations -----------------------------------------------------------------------
+
+    def _case(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        issue = str(f["issue"])
+        product, noun = str(f["product"]), str(f["noun"])
+        tone = str(f.get("tone", "polite"))
+        subject = rng.choice(vocab.SUBJECTS.get(issue, ["Problem with {product}"])).format(
+            product=product, noun=noun.lower()
+        )
+        problem = rng.choice(
+            vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
+        ).format(product=product)
+        parts = [rng.choice(vocab.OPENERS.get(tone, ["Hello,"])), problem]
+        if rng.random() < 0.8:
+            parts.append(rng.choice(vocab.CONTEXT).format(order_date=human_date(str(f["order_date"]))))
+        want = f.get("want")
+        if want and str(want) in vocab.WANTS and rng.random() < 0.7:
+            parts.append(rng.choice(vocab.WANTS[str(want)]))
+        parts.append(rng.choice(vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"])))
+        if tone != "brief" or rng.random() < 0.5:
+            parts.append(f"{rng.choice(vocab.SIGNOFFS)} {f['customer_first']}")
+        description = " ".join(p for p in parts if p)
+        return {"subject": subject, "description": description}
+
+    def _offer_text(self, rng: random.Random, offer: Mapping[str, Any], f: Mapping[str, Any]) -> str:
+        remedy = str(offer["remedy"])
+        if remedy == "none":
+            return rng.choice(vocab.AGENT_NO_REMEDY)
+        template = rng.choice(vocab.AGENT_OFFER[remedy])
+        code = f"SC{derive_seed(self.seed, 'code', f.get('case_key', '')) % 900000 + 100000}"
+        return template.format(
+            product=f["product"],
+            noun=str(f["noun"]).lower(),
+            valid_days=offer.get("valid_days") or 90,
+            amount=offer.get("amount") or 500,
+            percent=offer.get("percent") or 15,
+            code=code,
+        )
+
+    def _email_thread(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        subject = str(f["case_subject"])
+        product, noun = str(f["product"]), str(f["noun"])
+        first = str(f["customer_first"])
+        out = []
+        for i, m in enumerate(f["messages"]):
+            kind = str(m["kind"])
+            subj = subject if i == 0 else f"Re: {subject}"
+            ctx = {
+                "first": first,
+                "company": self.company,
+                "product": product,
+                "noun": noun.lower(),
+                "agent": m.get("agent", ""),
+                "agent_first": m.get("agent_first", ""),
+                "next_agent": m.get("next_agent", ""),
+                "prev_agent": m.get("prev_agent", ""),
+                "issue_lower": str(f["issue_name"]).lower(),
+            }
+            if kind == "customer_open":
+                body = str(f["case_description"])
+            elif kind == "customer_reply":
+                body = (
+                    rng.choice(vocab.CUSTOMER_REPLY).format(**ctx)
+                    + f"\n\n{rng.choice(vocab.SIGNOFFS)}\n{first}"
+                )
+            elif kind == "customer_thanks":
+                body = rng.choice(vocab.CUSTOMER_THANKS) + f"\n\n{first}"
+            else:
+                lines = [rng.choice(vocab.AGENT_GREETING).format(**ctx)]
+                if kind == "agent_ack":
+                    lines.append(rng.choice(vocab.AGENT_ACK).format(**ctx))
+                    lines.append(rng.choice(vocab.AGENT_ASK))
+                elif kind == "agent_transfer":
+                    lines.append(rng.choice(vocab.AGENT_TRANSFER).format(**ctx))
+                elif kind == "agent_takeover":
+                    lines.append(rng.choice(vocab.AGENT_TAKEOVER).format(**ctx))
+                    lines.append(rng.choice(vocab.AGENT_ASK))
+                elif kind == "agent_offer":
+                    lines.append(self._offer_text(rng, m["offer"], f))
+                    if m.get("close"):
+                        lines.append(rng.choice(vocab.AGENT_CLOSE))
+                elif kind == "agent_close":
+                    lines.append(rng.choice(vocab.AGENT_CLOSE))
+                else:  # agent_update
+                    lines.append(
+                        rng.choice(
+                            [
+                                "I'm still working on your case and will update you as soon as I hear back from our warehouse team.",
+                                "Quick update: I've escalated the details internally and expect an answer within a day or two.",
+                                "Thanks for your patience. I'm checking a few more details before I can resolve this.",
+                            ]
+                        )
+                    )
+                lines.append(f"{rng.choice(vocab.AGENT_SIGN)}\n{m.get('agent', '')}\n{self.company} Support")
+                body = "\n\n".join(lines)
+            out.append({"subject": subj, "body": body})
+        return {"messages": out}
+
+    def _chat(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        cust = str(f["customer_first"])
+        agent = str(f["agent"])
+        agent_label = f"{agent} (Agent)"
+        ctx = {"first": cust, "agent": agent, "company": self.company, "product": f["product"]}
+        lines = [
+            f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_OPEN).format(**ctx)}",
+            f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_OPEN).format(**ctx)}",
+            f"{cust}: "
+            + rng.choice(vocab.ISSUE_PROBLEMS.get(str(f.get("issue")), [str(f["problem"])])).format(
+                product=f["product"]
+            ),
+            f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_CHECK)}",
+        ]
+        offer = f.get("offer")
+        if offer:
+            lines.append(f"{agent_label}: {self._offer_text(rng, offer, f)}")
+        else:
+            lines.append(
+                f"{agent_label}: "
+                + rng.choice(
+                    [
+                        "I've passed the details to the team that handles this, and they'll follow up by email.",
+                        "I've noted everything on your case; a colleague will follow up by email shortly.",
+                        "I've logged this on your case and we'll email you the next steps.",
+                    ]
+                )
+            )
+        lines.append(f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_END)}")
+        lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_END)}")
+        return {"body": "\n".join(lines)}
+
+    # -- tasks -----------------------------------------------------------------------------------------
+
+    def _paraphrase(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        return {"text": str(f["text"])}
+
+    def _mention(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        noun = str(f["noun"])
+        words = noun.split()
+        term = noun if len(words) <= 2 else " ".join(words[-2:])
+        adjective = rng.choice(["", "new ", "comfy ", "favourite ", "", "nice "])
+        return {"mention": f"{adjective}{noun.lower()}".strip(), "search_term": term}
+
+
+_RENDERERS = {
+    TextKind.PRODUCT: OfflineWriter._product,
+    TextKind.ISSUE: OfflineWriter._issue,
+    TextKind.CATEGORY: OfflineWriter._category,
+    TextKind.KNOWLEDGE: OfflineWriter._knowledge,
+    TextKind.CASE: OfflineWriter._case,
+    TextKind.EMAIL_THREAD: OfflineWriter._email_thread,
+    TextKind.CHAT: OfflineWriter._chat,
+    TextKind.PARAPHRASE: OfflineWriter._paraphrase,
+    TextKind.PRODUCT_MENTION: OfflineWriter._mention,
+}

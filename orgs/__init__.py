@@ -1,0 +1,1 @@
+"""Where data goes: the bundle, the embedded local org and real Salesforce orgs."""

@@ -1,0 +1,391 @@
+"""The output bundle: the contract between every stage.
+
+```
+<root>/manifest.json          format, profile, seed, scale, writer, counts, per-file SHA-256, timings
+<root>/data/<Object>.csv      header = API field names; Salesforce value formats; empty = null
+<root>/latent/<name>.csv|json the hidden variables (never uploaded)
+<root>/tasks/                 task instances, schema config, ground truth
+<root>/reports/               validation findings, audits, LLM usage
+<root>/org.sqlite             the embedded org's store
+```
+
+Writing never drops a column: a frame must hold every field of its object (columns starting with `_` are
+latent and go to `latent/`). Reading names the file and line of anything it cannot parse.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schemas.errors import Terminal
+from schemas.formats import (
+    bool_column,
+    date_column,
+    datetime_column,
+    money_column,
+    number_column,
+)
+from schemas.model import ObjectSpec, OrgModel
+
+FORMAT = "orgseed-bundle"
+FORMAT_VERSION = 1
+TOOL_VERSION = "0.1.0"
+
+
+class BundleError(Terminal):
+    """The bundle cannot be read or written (names the file, and the row where known)."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # relative to the bundle root, with forward slashes
+    sha256: str
+    bytes: int
+    rows: int | None = None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def data_digest(entries: dict[str, str]) -> str:
+    """One hash over the data files (name and content hash), in name order."""
+    h = hashlib.sha256()
+    for name in sorted(entries):
+        if name.startswith("data/"):
+            h.update(f"{name}\0{entries[name]}\n".encode())
+    return h.hexdigest()
+
+
+def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
+    """The object's columns, in model order, as Salesforce-formatted strings (None = empty)."""
+    missing = [f.name for f in spec.fields if f.name not in frame.columns]
+    if missing:
+        raise BundleError(
+            f"Cannot write {spec.name}: the frame lacks the field(s) {', '.join(missing)}. "
+            "Every field of the model must be produced (use None for empty values).",
+            sobject=spec.name,
+        )
+    extra = [c for c in frame.columns if not str(c).startswith("_") and not spec.has_field(str(c))]
+    if extra:
+        raise BundleError(
+            f"Cannot write {spec.name}: column(s) {', '.join(map(str, extra))} are not fields of the model. "
+            "Add them to schemas/objects/ or prefix latent columns with `_`.",
+            sobject=spec.name,
+        )
+    out: dict[str, pd.Series] = {}
+    for f in spec.fields:
+        col = frame[f.name]
+        if f.type == "datetime":
+            out[f.name] = datetime_column(col)
+        elif f.type == "date":
+            out[f.name] = date_column(col)
+        elif f.type == "boolean":
+            out[f.name] = bool_column(col)
+        elif f.type == "currency":
+            out[f.name] = money_column(col)
+        elif f.type in ("double", "int"):
+            out[f.name] = number_column(col)
+        else:
+            s = pd.Series(col, dtype=object)
+            out[f.name] = s.where(s.notna(), None)
+    return pd.DataFrame(out)
+
+
+def _to_csv_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.StringIO()
+    frame.to_csv(buf, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL, na_rep="")
+    return buf.getvalue().encode("utf-8")
+
+
+def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    cols = ["Id", *[c for c in frame.columns if str(c).startswith("_")]]
+    latent = frame[cols].copy()
+    for c in latent.columns:
+        if latent[c].dtype.kind == "M":
+            latent[c] = datetime_column(latent[c])
+        elif latent[c].dtype.kind == "b":
+            latent[c] = bool_column(latent[c])
+    return latent
+
+
+class Bundle:
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    # -- layout ------------------------------------------------------------------------------------------
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.json"
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def data_path(self, sobject: str) -> Path:
+        return self.root / "data" / f"{sobject}.csv"
+
+    @staticmethod
+    def prepare(root: Path, force: bool) -> Bundle:
+        """A fresh bundle folder. A non-empty folder is refused unless `force` (then it is cleared)."""
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise BundleError(f"{root} exists and is not a folder; choose another --out.", file=str(root))
+        if root.exists() and any(root.iterdir()):
+            if not force:
+                raise BundleError(
+                    f"The output folder {root} is not empty. Pass --force to replace its contents, or choose "
+                    "another --out. Nothing was changed.",
+                    file=str(root),
+                )
+            if not (root / "manifest.json").exists() and not (root / "data").exists():
+                raise BundleError(
+                    f"The output folder {root} is not empty and does not look like an orgseed bundle "
+                    "(no manifest.json or data/); refusing to clear it even with --force. Choose another --out.",
+                    file=str(root),
+                )
+            for child in root.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        root.mkdir(parents=True, exist_ok=True)
+        for sub in ("data", "latent", "tasks", "reports"):
+            (root / sub).mkdir(exist_ok=True)
+        return Bundle(root)
+
+    # -- writing -----------------------------------------------------------------------------------------
+
+    def _write_bytes(self, rel: str, data: bytes) -> FileEntry:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return FileEntry(rel, hashlib.sha256(data).hexdigest(), len(data))
+
+    def write_object(self, spec: ObjectSpec, frame: pd.DataFrame) -> tuple[FileEntry, FileEntry | None]:
+        """Write data/<Object>.csv and, when the frame has latent columns, latent/<Object>.csv."""
+        data = format_frame(spec, frame)
+        entry = self._write_bytes(f"data/{spec.name}.csv", _to_csv_bytes(data))
+        entry = FileEntry(entry.path, entry.sha256, entry.bytes, len(data))
+        latent_entry = None
+        if any(str(c).startswith("_") for c in frame.columns):
+            latent = _latent_frame(frame)
+            latent_entry = self._write_bytes(f"latent/{spec.name}.csv", _to_csv_bytes(latent))
+            latent_entry = FileEntry(latent_entry.path, latent_entry.sha256, latent_entry.bytes, len(latent))
+        return entry, latent_entry
+
+    def write_frame(self, rel: str, frame: pd.DataFrame) -> FileEntry:
+        f = frame.copy()
+        for c in f.columns:
+            if f[c].dtype.kind == "M":
+                f[c] = datetime_column(f[c])
+            elif f[c].dtype.kind == "b":
+                f[c] = bool_column(f[c])
+        entry = self._write_bytes(rel, _to_csv_bytes(f))
+        return FileEntry(entry.path, entry.sha256, entry.bytes, len(f))
+
+    def write_json(self, rel: str, obj: Any) -> FileEntry:
+        text = json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, default=_json_default) + "\n"
+        return self._write_bytes(rel, text.encode("utf-8"))
+
+    def write_jsonl(self, rel: str, rows: list[Any]) -> FileEntry:
+        text = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in rows)
+        return self._write_bytes(rel, text.encode("utf-8"))
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        self.write_json("manifest.json", manifest)
+
+    # -- reading -----------------------------------------------------------------------------------------
+
+    def read_manifest(self) -> dict[str, Any]:
+        path = self.manifest_path
+        if not path.exists():
+            raise BundleError(
+                f"{path} is missing: {self.root} is not an orgseed bundle (build one with `orgseed build`).",
+                file=str(path),
+            )
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BundleError(
+                f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); rebuild the bundle.",
+                file=str(path),
+                line=exc.lineno,
+            ) from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise BundleError(
+                f"{path}: /format must be `{FORMAT}`; this is not an orgseed manifest.", file=str(path)
+            )
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise BundleError(
+                f"{path}: /format_version is {manifest.get('format_version')!r}; this orgseed reads version "
+                f"{FORMAT_VERSION}. Rebuild the bundle with this version.",
+                file=str(path),
+            )
+        return manifest
+
+    def verify_hashes(self, manifest: dict[str, Any] | None = None) -> list[str]:
+        """Problems with the files the manifest lists (missing or changed), one sentence each."""
+        manifest = manifest or self.read_manifest()
+        problems = []
+        for rel, digest in sorted(manifest.get("files", {}).items()):
+            path = self.root / rel
+            if not path.exists():
+                problems.append(f"{path} is listed in the manifest but missing.")
+            elif sha256_file(path) != digest:
+                problems.append(
+                    f"{path} does not match its SHA-256 in manifest.json (the file changed after the build); "
+                    "rebuild the bundle or restore the file."
+                )
+        return problems
+
+    def read_raw(self, sobject: str, spec: ObjectSpec | None = None) -> pd.DataFrame:
+        """data/<Object>.csv as strings (None for empty); a `_line` column holds each row's line number.
+
+        Raises BundleError naming the file and line when the CSV is malformed: a row with the wrong number
+        of cells, an unterminated quote, or a header that differs from the model.
+        """
+        path = self.data_path(sobject)
+        if not path.exists():
+            raise BundleError(f"{path} is missing; the bundle has no data for {sobject}.", file=str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise BundleError(
+                f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=str(path)
+            ) from exc
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise BundleError(
+                f"{path}:1: the file is empty; expected a header row.", file=str(path), line=1
+            ) from None
+        except csv.Error as exc:
+            raise BundleError(f"{path}:1: unreadable header ({exc}).", file=str(path), line=1) from exc
+        if spec is not None and header != spec.field_names:
+            missing = [f for f in spec.field_names if f not in header]
+            extra = [h for h in header if h not in spec.field_names]
+            detail = []
+            if missing:
+                detail.append(f"missing column(s) {', '.join(missing)}")
+            if extra:
+                detail.append(f"unknown column(s) {', '.join(extra)}")
+            if not detail:
+                detail.append("columns are out of model order")
+            raise BundleError(
+                f"{path}:1: header does not match the model of {sobject}: {'; '.join(detail)}.",
+                file=str(path),
+                line=1,
+            )
+        rows: list[list[str]] = []
+        lines: list[int] = []
+        width = len(header)
+        while True:
+            start_line = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise BundleError(
+                    f"{path}:{start_line}: malformed CSV ({exc}); the row is truncated or has an unclosed quote.",
+                    file=str(path),
+                    line=start_line,
+                ) from exc
+            if len(row) != width:
+                raise BundleError(
+                    f"{path}:{start_line}: row has {len(row)} cells but the header has {width}; the row is "
+                    "truncated or has an unquoted comma. Rebuild the bundle or fix the row.",
+                    file=str(path),
+                    line=start_line,
+                )
+            rows.append(row)
+            lines.append(start_line)
+        frame = pd.DataFrame(rows, columns=header, dtype=object)
+        frame = frame.where(frame != "", None)
+        frame["_line"] = lines
+        return frame
+
+    def read_object(self, spec: ObjectSpec) -> pd.DataFrame:
+        """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
+        raw = self.read_raw(spec.name, spec)
+        return type_frame(spec, raw)
+
+    def read_latent(self, name: str) -> pd.DataFrame:
+        path = self.root / "latent" / f"{name}.csv"
+        if not path.exists():
+            raise BundleError(f"{path} is missing.", file=str(path))
+        return pd.read_csv(path, dtype=str, keep_default_na=False).replace("", None)
+
+
+def type_frame(spec: ObjectSpec, raw: pd.DataFrame) -> pd.DataFrame:
+    out = raw.copy()
+    for f in spec.fields:
+        if f.name not in out.columns:
+            continue
+        col = out[f.name]
+        if f.type == "datetime":
+            out[f.name] = pd.to_datetime(
+                col, format="%Y-%m-%dT%H:%M:%S.%f%z", errors="coerce", utc=True
+            ).dt.tz_localize(None)
+        elif f.type == "date":
+            out[f.name] = pd.to_datetime(col, format="%Y-%m-%d", errors="coerce")
+        elif f.type == "boolean":
+            out[f.name] = col.map({"true": True, "false": False})
+        elif f.type in ("currency", "double", "int"):
+            out[f.name] = pd.to_numeric(col, errors="coerce")
+    return out
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def new_manifest(
+    profile: dict[str, Any], seed: int, scale: float, writer: dict[str, Any], model: OrgModel
+) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "tool": {"name": "orgseed", "version": TOOL_VERSION},
+        "status": "in_progress",
+        "profile": profile,
+        "seed": seed,
+        "scale": scale,
+        "writer": writer,
+        "objects": {},
+        "files": {},
+        "data_sha256": None,
+        "validated": None,
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timings": {},
+    }

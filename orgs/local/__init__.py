@@ -1,0 +1,1 @@
+"""The embedded org: a bundle served as a Salesforce-compatible org on loopback."""

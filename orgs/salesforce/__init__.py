@@ -1,0 +1,1 @@
+"""Seeding a real Salesforce org."""

@@ -173,9 +173,7 @@ def resolve_profile_path(name_or_path: str) -> Path:
     return path
 
 
-def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
-    path = resolve_profile_path(name_or_path)
-    model = model or load_model()
+def _read_toml(path: Path) -> tuple[dict[str, Any], str, bytes]:
     try:
         raw_bytes = path.read_bytes()
         text = raw_bytes.decode("utf-8")
@@ -192,15 +190,75 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
             file=str(path),
             line=int(m.group(1)) if m else None,
         ) from exc
-    locator = _Locator(text)
+    return data, text, raw_bytes
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """Child tables merge into base tables key by key; any other value replaces the base's."""
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _load_chain(
+    path: Path, seen: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], list[tuple[Path, str]], str]:
+    """The profile at `path` merged over the profiles it extends; sources child-first; a digest of all."""
+    resolved = path.resolve()
+    if resolved in seen:
+        chain = " → ".join(str(p) for p in (*seen, resolved))
+        raise ProfileError(
+            f"{path}: `profile.extends` forms a cycle ({chain}); remove one link.", file=str(path)
+        )
+    data, text, raw = _read_toml(path)
+    sources = [(path, text)]
+    digest = _sha256(raw)
+    parent = data.get("profile", {}).get("extends") if isinstance(data.get("profile"), dict) else None
+    if parent is None:
+        return data, sources, digest
+    if not isinstance(parent, str):
+        line = _Locator(text).line_of(["profile", "extends"])
+        raise ProfileError(
+            f"{path}:{line}: `profile.extends` must be a profile name or a path.", file=str(path), line=line
+        )
+    candidate = Path(parent)
+    if candidate.suffix == ".toml" and not candidate.is_absolute():
+        candidate = path.parent / candidate
+        if not candidate.exists():
+            raise ProfileError(
+                f"{path}: `profile.extends` names {candidate}, which does not exist.", file=str(path)
+            )
+        base_path = candidate
+    else:
+        base_path = resolve_profile_path(parent)
+    base, base_sources, base_digest = _load_chain(base_path, (*seen, resolved))
+    child_profile = dict(data.get("profile", {}))
+    child_profile.pop("extends", None)
+    merged = _merge(base, {**data, "profile": {**base.get("profile", {}), **child_profile}})
+    return merged, sources + base_sources, _sha256(f"{digest}:{base_digest}".encode())
+
+
+def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
+    path = resolve_profile_path(name_or_path)
+    model = model or load_model()
+    data, sources, digest = _load_chain(path)
+    locators = [(src, _Locator(text)) for src, text in sources]
 
     def fail(keypath: list[str], message: str) -> ProfileError:
-        line = locator.line_of(keypath)
-        where = f"{path}:{line}" if line else str(path)
+        where, line = str(path), None
+        for src, locator in locators:
+            found = locator.line_of(keypath)
+            if found:
+                where, line = f"{src}:{found}", found
+                break
         dotted = ".".join(keypath)
         return ProfileError(
             f"{where}: `{dotted}`: {message}" if dotted else f"{where}: {message}",
-            file=str(path),
+            file=where.rsplit(":", 1)[0] if line else str(path),
             line=line,
             key=dotted,
         )
@@ -272,7 +330,6 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
 
     latent = plain["latent"]
     _check_latent(latent, counts, model, fail)
-    digest = _sha256(raw_bytes)
     return Profile(
         name=plain["profile"]["name"],
         path=path,

@@ -186,7 +186,7 @@ async def build_bundle(
         if latent is not None:
             files[latent.path] = latent.sha256
 
-    ctx = make_context(run, model)
+    ctx = make_context(run, model, profile)
     t_gen = time.perf_counter()
     result: GenerationResult = await generate(
         root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory

@@ -96,9 +96,9 @@ def set_writer_factory(factory: WriterFactory) -> None:
     _writer_factory = factory
 
 
-def make_context(run: RunSpec, model: OrgModel | None = None) -> BuildContext:
+def make_context(run: RunSpec, model: OrgModel | None = None, profile: Profile | None = None) -> BuildContext:
     model = model or load_model()
-    profile = load_profile(run.profile, model)
+    profile = profile or load_profile(run.profile, model)
     world = build_world(profile, run.seed, run.scale)
     return BuildContext(model=model, profile=profile, world=world, seed=run.seed, scale=run.scale)
 

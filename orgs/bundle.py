@@ -122,6 +122,8 @@ def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
             latent[c] = datetime_column(latent[c])
         elif latent[c].dtype.kind == "b":
             latent[c] = bool_column(latent[c])
+        elif latent[c].dtype == object and len(latent) and isinstance(latent[c].iloc[0], list | dict):
+            latent[c] = [json.dumps(v, separators=(",", ":")) for v in latent[c]]
     return latent
 
 

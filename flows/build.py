@@ -207,7 +207,7 @@ async def build_bundle(
         files=dict(sorted(files.items())),
         data_sha256=data_digest(files),
         counts={name: objects[name]["rows"] for name in model.names},
-        text={"requests": result.text_counts},
+        text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
         timings={"generation_seconds": round(generation_seconds, 3), "steps": steps},
     )
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)

@@ -64,6 +64,9 @@ class ObjectGenerator:
     block_size: ClassVar[int] = 1024
     sort_by: ClassVar[tuple[str, ...]] = ()
     text_kind: ClassVar[TextKind | None] = None
+    # Free-text fields that must not be near-duplicates of each other (regenerated when they are); the
+    # object's text requests must be aligned with its rows for these.
+    dedup_fields: ClassVar[tuple[str, ...]] = ()
 
     def units(self, ctx: BuildContext) -> int:
         raise NotImplementedError

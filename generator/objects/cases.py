@@ -45,6 +45,7 @@ class CaseGenerator(ObjectGenerator):
     block_size = 512
     sort_by = ("CreatedDate", "_item")
     text_kind = TextKind.CASE
+    dedup_fields = ("Description",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(self._plan(ctx)["item"])
@@ -308,12 +309,29 @@ class CaseGenerator(ObjectGenerator):
         issue_names = issues["Name"].tolist()
         firsts = contacts["FirstName"].tolist()
         odates = np.datetime_as_string(orders["EffectiveDate"].to_numpy().astype("datetime64[D]")).tolist()
+        lasts = contacts["LastName"].tolist()
+        prices = ctx.frame("OrderItem")["UnitPrice"].tolist()
+        days_since = (
+            (
+                (
+                    frame["CreatedDate"].to_numpy().astype("datetime64[D]")
+                    - orders["EffectiveDate"].to_numpy().astype("datetime64[D]")[frame["_order"].to_numpy()]
+                )
+                / np.timedelta64(1, "D")
+            )
+            .astype(int)
+            .tolist()
+        )
+        items = frame["_item"].tolist()
         out = []
         cols = [
             frame[c].tolist() for c in ("Id", "_product", "_issue", "_customer", "_order", "_tone", "_want")
         ]
-        for rid, prod, iss, cust, order, tone, want in zip(*cols, strict=True):
+        for k, (rid, prod, iss, cust, order, tone, want) in enumerate(zip(*cols, strict=True)):
             facts = {
+                "customer_last": lasts[cust],
+                "price": prices[items[k]],
+                "days_since": days_since[k],
                 "product": pname[prod],
                 "noun": noun[prod],
                 "category": category[prod],

@@ -292,6 +292,7 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
     block_size = 1024
     sort_by = ("StartTime", "_case")
     text_kind = TextKind.CHAT
+    dedup_fields = ("Body",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.frame("Case"))
@@ -340,8 +341,9 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
             c: cases[c].tolist()
             for c in ("Id", "Subject", "_product", "_issue", "_customer", "_offer_remedy", "_violation")
         }
-        for rid, pos, agent in zip(
-            frame["Id"].tolist(), frame["_case"].tolist(), frame["_agent"].tolist(), strict=True
+        starts = np.datetime_as_string(frame["StartTime"].to_numpy().astype("datetime64[s]")).tolist()
+        for k, (rid, pos, agent) in enumerate(
+            zip(frame["Id"].tolist(), frame["_case"].tolist(), frame["_agent"].tolist(), strict=True)
         ):
             prod = cc["_product"][pos]
             out.append(
@@ -350,6 +352,7 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
                     str(rid),
                     {
                         "case_key": str(cc["Id"][pos]),
+                        "start": starts[k],
                         "customer_first": cfirst[cc["_customer"][pos]],
                         "agent": full[agent],
                         "product": pname[prod],

@@ -234,13 +234,22 @@ def _agents(profile: Profile, seed: int, n: int, n_issues: int) -> tuple[pd.Data
     per_issue = int(p["specialists_per_issue"])
     primary = np.full(n, -1)
     secondary = np.full(n, -1)
+    is_top = np.zeros(n, dtype=bool)
     for issue in rng.permutation(n_issues):
         room = steady[specialties[steady] < p["max_specialties"]]
         if len(room) == 0:
             room = steady
         k = min(per_issue, len(room))
-        w = skill[room] + 0.2
-        chosen = rng.choice(room, size=k, replace=False, p=w / w.sum())
+        # The first (heaviest) specialist of every issue is a different agent, so no agent becomes the
+        # routing answer for two issues.
+        top_room = room[~is_top[room]] if (~is_top[room]).any() else room
+        wt = skill[top_room] + 0.2
+        top = rng.choice(top_room, p=wt / wt.sum())
+        rest_room = room[room != top]
+        w = skill[rest_room] + 0.2
+        rest = rng.choice(rest_room, size=min(k - 1, len(rest_room)), replace=False, p=w / w.sum())
+        chosen = np.concatenate(([top], rest)).astype(int)
+        is_top[top] = True
         for rank, agent in enumerate(chosen):
             expertise[agent, issue] = weights[min(rank, len(weights) - 1)]
             if primary[agent] < 0:

@@ -164,7 +164,13 @@ async def build_bundle(
         profile=str(profile.path.resolve()), seed=opts.seed, scale=float(opts.scale), writer=opts.writer
     )
     manifest = new_manifest(
-        {"name": profile.name, "path": str(profile.path), "sha256": profile.digest},
+        {
+            "name": profile.name,
+            "path": str(profile.path),
+            "sha256": profile.digest,
+            "start": profile.span.start.isoformat(),
+            "end": profile.span.end.isoformat(),
+        },
         opts.seed,
         float(opts.scale),
         {"name": opts.writer},

@@ -116,8 +116,19 @@ class OfflineWriter(TextWriter):
             rules = []
             for rkey, window in dict(f["remedies"]).items():
                 phrase = dict(f["remedy_phrases"])[rkey]
-                rules.append("- " + rng.choice(vocab.REMEDY_RULES).format(phrase=phrase, window=window))
-            allowed = ", ".join(dict(f["remedy_phrases"])[r] for r in dict(f["remedies"]))
+                a_phrase = f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+                rules.append(
+                    "- "
+                    + rng.choice(vocab.REMEDY_RULES).format(
+                        phrase=phrase,
+                        a_phrase=a_phrase,
+                        A_phrase=a_phrase[:1].upper() + a_phrase[1:],
+                        window=f"{window} day" if int(window) == 1 else f"{window} days",
+                    )
+                )
+            allowed = ", ".join(
+                dict(f["remedy_phrases"])[r] for r in dict(f["remedies"])
+            )  # planted: stated verbatim
             steps = list(vocab.ISSUE_STEPS.get(ikey, []))
             rng.shuffle(steps)
             examples = [
@@ -151,7 +162,12 @@ class OfflineWriter(TextWriter):
                     "",
                     "Frequently asked:",
                     *[
-                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: Within {q['answer']}."
+                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: "
+                        + (
+                            f"Within {q['answer']}."
+                            if q.get("remedy")
+                            else f"{q['answer'][:1].upper()}{q['answer'][1:]}."
+                        )
                         for q in facts
                     ],
                 ]
@@ -213,7 +229,7 @@ class OfflineWriter(TextWriter):
         lines.extend(f"- {t}" for t in tips[:3])
         lines.append("")
         for q in facts:
-            lines.append(f"Q: {q['question']}\nA: {q['answer']}.")
+            lines.append(f"Q: {q['question']}\nA: {q['answer'][:1].upper()}{q['answer'][1:]}.")
         return {"title": title, "summary": f"Guidance on {subject.lower()}.", "body": "\n".join(lines)}
 
     # -- cases and conversations -----------------------------------------------------------------------

@@ -390,8 +390,8 @@ AGENT_OFFER = {
         "I'd like to offer you a discount code, {code}, good for {percent}% off within {valid_days} days.",
     ],
     "cancellation": [
-        "I was able to cancel the order for the {product}; you won't be charged.",
-        "Done: I was able to cancel the order for you, and the pending charge will drop off.",
+        "I've processed an order cancellation for the {product}; you won't be charged.",
+        "Done: the order cancellation went through, and the pending charge will drop off.",
     ],
     "price_adjustment": [
         "I've applied a price adjustment so you pay the promotional price for the {product}.",
@@ -566,9 +566,9 @@ CATEGORY_BLURBS = [
 ]
 
 REMEDY_RULES = [
-    "Agents may offer a {phrase} within {window} days of the purchase date.",
-    "A {phrase} can be offered if the customer contacts us within {window} days of purchase.",
-    "Eligible resolution: {phrase}, available up to {window} days after the order date.",
+    "Agents may offer {a_phrase} within {window} of the purchase date.",
+    "{A_phrase} can be offered if the customer contacts us within {window} of purchase.",
+    "Eligible resolution: {phrase}, available up to {window} after the order date.",
 ]
 
 # -- richer case descriptions ---------------------------------------------------------------------------

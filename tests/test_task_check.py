@@ -313,3 +313,21 @@ def test_schema_config(bundle: Path) -> None:
     assert any("Case.OwnerId must say `References User object`" in m for m in messages)
     assert any("Case.NoSuchField__c is not a field" in m for m in messages)
     assert any(m.startswith("schema.json/0/object") for m in messages)
+
+
+def test_malformed_documents_are_reported_not_raised(bundle: Path) -> None:
+    tasks_dir = bundle / "tasks"
+    (tasks_dir / "tasks.json").write_text('[1, {"idx": "x"}]')
+    (tasks_dir / "schema.json").write_text('{"a": 1}')
+    (tasks_dir / "ground_truth.jsonl").write_text(
+        '"x"\n{"idx": 1, "task": "handle_time", "params": {"extrema": "mid", "n_cases": 0, '
+        '"today_date": "2020-01-01T00:00:00Z", "period_name": "Winter", "year": "2021"}}\n'
+    )
+    found = check_tasks(bundle)
+    messages = [d.message for d in found]
+    assert all(d.kind in ("format", "missing", "answer_mismatch") for d in found)
+    assert "tasks.json/0: 1 is not of type 'object'. Fix the builder that writes this instance." in messages
+    assert any(m.startswith("schema.json: {'a': 1} is not of type 'array'") for m in messages)
+    assert any(m.startswith("ground_truth.jsonl line 1: 'x' is not of type 'object'") for m in messages)
+    assert any("line 2 at /params/extrema: 'mid' is not one of" in m for m in messages)
+    assert any("params.year must be an integer" in m for m in messages)

@@ -129,7 +129,8 @@ def _validators() -> dict[str, jsonschema.Draft202012Validator]:
 
 
 def _pointer(path: Iterable[Any]) -> str:
-    return "/" + "/".join(str(p) for p in path)
+    """A JSON Pointer ("" for the document itself)."""
+    return "".join(f"/{p}" for p in path)
 
 
 def _leaf(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
@@ -386,7 +387,7 @@ def check_ground_truth_format(rows: Sequence[Any]) -> list[Disagreement]:
                     "format",
                     "valid per schemas/tasks/ground_truth.schema.json",
                     pointer,
-                    f"ground_truth.jsonl line {line}{pointer}: {message}. Fix the builder that writes it.",
+                    f"ground_truth.jsonl line {line}{' at ' + pointer if pointer else ''}: {message}. Fix the builder that writes it.",
                     "ground_truth.jsonl",
                 )
             )

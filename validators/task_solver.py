@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -557,7 +557,13 @@ def solve_policy_violation_identification(data: TaskData, params: Mapping[str, A
             None,
             problem=f"issue {case['IssueId__c']} of case {case_id} has no _issue_key in latent/Issue__c.csv",
         )
-    allowed: dict[str, int] = dict(data.policies.get("issues", {}).get(issue_key, {}).get("remedies", {}))
+    policy = data.policies.get("issues", {}).get(issue_key)
+    if not isinstance(policy, Mapping):
+        return Solution(
+            None,
+            problem=f"issue key {issue_key} of case {case_id} has no entry in latent/world/policies.json",
+        )
+    allowed: dict[str, int] = dict(policy.get("remedies", {}))
     phrases = {k: str(v.get("phrase") or "") for k, v in data.policies.get("remedies", {}).items()}
     arts = data.articles
     policy_ids = sorted(
@@ -683,7 +689,7 @@ def solve(data: TaskData, task: str, params: Mapping[str, Any]) -> Solution:
     return solver(data, params)
 
 
-@cache
+@lru_cache(maxsize=4)
 def _cached_data(root: Path, stamp: tuple[tuple[str, float], ...]) -> TaskData:
     return TaskData.load(root)
 

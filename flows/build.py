@@ -30,10 +30,11 @@ from generator.pipeline import (
     generate,
     make_context,
     run_shard_sync,
+    writer_for,
 )
 from generator.world import World
-from orgs.bundle import Bundle, data_digest, new_manifest
-from schemas.errors import UsageError
+from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
+from schemas.errors import Terminal, UsageError
 from schemas.model import load_model
 from schemas.profile import load_profile
 
@@ -53,6 +54,8 @@ class BuildOptions:
     engine: str = "prefect"
     runner: str = "threads"
     dask_address: str | None = None
+    per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
+    answer_format: str = "scalar"
 
     def output(self) -> Path:
         if self.out:
@@ -90,8 +93,46 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
+    if opts.per_task is not None and opts.per_task < 0:
+        raise UsageError(f"--per-task must be 0 (no task instances) or more (got {opts.per_task}).")
+    if opts.answer_format not in ("scalar", "list"):
+        raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     if opts.writer != "offline":
         raise UsageError(f"Unknown --writer `{opts.writer}`; available: offline.")
+
+
+class TaskCheckFailed(Terminal):
+    """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy)."""
+
+
+async def make_tasks(
+    root: Path, seed: int, per_task: int, writer: Any, answer_format: str, model: Any
+) -> dict[str, Any]:
+    """Build the task files, re-derive every answer independently, and describe them for the manifest."""
+    from generator.tasks import build_tasks
+    from validators.tasks import check_tasks
+
+    task_set = await build_tasks(root, seed, per_task, writer, answer_format, model)
+    bundle = Bundle(root)
+    rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
+    files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
+    disagreements = check_tasks(root)
+    if disagreements:
+        shown = "\n".join(f"  - {d.message}" for d in disagreements[:5])
+        raise TaskCheckFailed(
+            f"{len(disagreements)} task answer(s) disagree with the independent re-derivation "
+            f"(validators/tasks.py):\n{shown}\nThe task files were written to {root / 'tasks'} for inspection; "
+            "do not use them.",
+            disagreements=len(disagreements),
+        )
+    return {
+        "per_task": per_task,
+        "answer_format": answer_format,
+        "instances": len(task_set.instances),
+        "verified": True,
+        "stats": task_set.stats(),
+        "files": files,
+    }
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -170,6 +211,7 @@ async def build_bundle(
             "sha256": profile.digest,
             "start": profile.span.start.isoformat(),
             "end": profile.span.end.isoformat(),
+            "company": profile.company.name,
         },
         opts.seed,
         float(opts.scale),
@@ -208,12 +250,28 @@ async def build_bundle(
     shutil.rmtree(root / WORK_DIR, ignore_errors=True)
     steps = {f"generate.{k}": round(v, 4) for k, v in result.timings.items()}
     manifest.update(
+        objects={name: objects[name] for name in model.names},
+        files=dict(sorted(files.items())),
+        data_sha256=data_digest(files),
+        counts={name: objects[name]["rows"] for name in model.names},
+    )
+    bundle.write_manifest(manifest)
+    t_tasks = time.perf_counter()
+    writer = writer_for(run, result.ctx)
+    per_task = opts.per_task if opts.per_task is not None else profile.per_task
+    task_info: dict[str, Any] | None = None
+    if per_task > 0:
+        task_info = await make_tasks(root, opts.seed, per_task, writer, opts.answer_format, model)
+        steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
+        files.update(task_info.pop("files"))
+    manifest.update(
         status="complete",
         objects={name: objects[name] for name in model.names},
         files=dict(sorted(files.items())),
         data_sha256=data_digest(files),
         counts={name: objects[name]["rows"] for name in model.names},
         text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
+        tasks=task_info,
         timings={"generation_seconds": round(generation_seconds, 3), "steps": steps},
     )
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
@@ -333,6 +391,36 @@ def _dask_runner(opts: BuildOptions) -> Any:
             "dashboard_address": None,
         }
     )
+
+
+def regenerate_tasks(
+    root: Path, per_task: int | None, seed: int | None, answer_format: str
+) -> dict[str, Any]:
+    """`orgseed tasks`: rebuild the task files of an existing bundle and record them in its manifest."""
+    from generator.text.offline import OfflineWriter
+
+    if per_task is not None and per_task < 1:
+        raise UsageError(f"--per-task must be at least 1 (got {per_task}).")
+    if answer_format not in ("scalar", "list"):
+        raise UsageError(f"--answer-format must be scalar or list (got {answer_format}).")
+    bundle = Bundle(root)
+    manifest = bundle.read_manifest()
+    if per_task is None:
+        per_task = int((manifest.get("tasks") or {}).get("per_task", 130))
+    problems = bundle.verify_hashes(
+        {**manifest, "files": {k: v for k, v in manifest.get("files", {}).items() if k.startswith("data/")}}
+    )
+    if problems:
+        raise UsageError(problems[0] + " Task answers would not describe this data.")
+    seed = manifest["seed"] if seed is None else seed
+    writer = OfflineWriter(seed, manifest["profile"].get("company", "our company"))
+    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model()))
+    files = dict(manifest.get("files", {}))
+    files.update(info.pop("files"))
+    manifest["files"] = dict(sorted(files.items()))
+    manifest["tasks"] = {**info, "seed": seed}
+    bundle.write_manifest(manifest)
+    return dict(manifest["tasks"])
 
 
 def load_report(root: Path) -> dict[str, Any]:

@@ -16,7 +16,12 @@ from statistics import median
 from typing import Any
 
 from generator.rng import derive_seed
-from generator.tasks.agents import sampler_handle_time, sampler_transfer_count, solve_handle_time, solve_transfer_count
+from generator.tasks.agents import (
+    sampler_handle_time,
+    sampler_transfer_count,
+    solve_handle_time,
+    solve_transfer_count,
+)
 from generator.tasks.casework import (
     draft_new_cases,
     ned_drafts,
@@ -25,6 +30,7 @@ from generator.tasks.casework import (
     sampler_named_entity,
     sampler_policy_violation,
     solve_case_routing,
+    solve_knowledge_qa,
     solve_named_entity,
     solve_policy_violation,
 )
@@ -69,7 +75,18 @@ SOLVERS: dict[str, Callable[[OrgData, dict[str, Any]], Solution]] = {
     "top_issue_identification": solve_top_issue,
     "monthly_trend_analysis": solve_monthly_trend,
     "best_region_identification": solve_best_region,
+    "knowledge_qa": solve_knowledge_qa,
 }
+
+
+def solve(
+    root: Path, task: str, params: dict[str, Any], data: OrgData | None = None
+) -> str | list[str] | None:
+    """The builders' solver for one instance: the answer, or the sorted tied/ambiguous candidates."""
+    sol = SOLVERS[task](data or OrgData(root), params)
+    if sol.tie:
+        return sorted(sol.tied)
+    return sol.answer
 
 
 @dataclass

@@ -89,7 +89,7 @@ def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
     low = min(stage3.values())
     tied3 = sorted(a for a, v in stage3.items() if v == low)
     if len(tied3) > 1:
-        return Solution(tied3[0], candidates, 0.0, tie=True)
+        return Solution(tied3[0], candidates, 0.0, tie=True, tied=tied3)
     rest = sorted(stage3.values())
     return Solution(tied3[0], candidates, float(rest[1] - rest[0]))
 
@@ -171,7 +171,7 @@ async def draft_new_cases(
 
 def _ned_index(data: OrgData) -> dict[str, Any]:
     if "ned" in data.cache:
-        return data.cache["ned"]  # type: ignore[no-any-return]
+        return data.cache["ned"]
     p = data.products
     text_tokens = {
         pid: _tokens(f"{n} {d} {c} {f}")
@@ -190,15 +190,24 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
         }
     )
     by_account = {k: v for k, v in bought.groupby("account")}
+    every = data.orders.set_index("Id")
+    ever = pd.DataFrame(
+        {
+            "account": data.items["OrderId"].map(every["AccountId"]).to_numpy(),
+            "product": data.items["Product2Id"].to_numpy(),
+        }
+    )
+    ever_by_account = {k: sorted(set(v["product"])) for k, v in ever.groupby("account")}
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
         "name": name_tokens,
         "bought": bought,
         "by_account": by_account,
+        "ever_by_account": ever_by_account,
         "contact_account": contact_account,
     }
-    return data.cache["ned"]  # type: ignore[no-any-return]
+    return data.cache["ned"]
 
 
 def _back(today: date, period: str, count: int) -> date:
@@ -219,12 +228,11 @@ def solve_named_entity(data: OrgData, params: dict[str, Any]) -> Solution:
     account = ix["contact_account"].get(params["contact_id"])
     rows = ix["by_account"].get(account)
     if rows is None:
-        return Solution(None, {"search_matches": len(matches)})
+        return Solution(None, [])
     hit = sorted(set(rows.loc[(rows["date"] == day) & rows["product"].isin(matches), "product"]))
-    cands = {pid: 1.0 for pid in hit}
     if not hit:
-        return Solution(None, cands)
-    return Solution(hit[0], cands, None, tie=len(hit) > 1)
+        return Solution(None, [])
+    return Solution(hit[0], hit, None, tie=len(hit) > 1, tied=hit if len(hit) > 1 else [])
 
 
 def _period_phrase(rng: random.Random, period: str, count: int) -> str:
@@ -252,7 +260,7 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
         real = k % 10 < 7
         row = bought.iloc[rng.randrange(len(bought))]
         account = row["account"]
-        mine = set(ix["by_account"][account]["product"])
+        mine = set(ix["ever_by_account"][account])  # everything the contact ever ordered, any status
         if real:
             product = row["product"]
             day = row["date"]
@@ -437,6 +445,18 @@ def knowledge_facts(data: OrgData) -> list[dict[str, str]]:
             if fact["answer"].lower() in body.lower():
                 out.append({"article_id": str(article_id), "question": q, "answer": fact["answer"]})
     return out
+
+
+def solve_knowledge_qa(data: OrgData, params: dict[str, Any]) -> Solution:
+    """The planted fact of the article whose question is asked (`{issue}` stands for the issue's name)."""
+    article_id, question = params["article_id"], params["question"]
+    if article_id not in data.latent_knowledge.index:
+        return Solution(None, {})
+    for fact in json.loads(data.latent_knowledge.loc[article_id, "_facts"]):
+        template = re.escape(fact["question"]).replace(re.escape("{issue}"), ".+")
+        if re.fullmatch(template, question, flags=re.IGNORECASE):
+            return Solution(fact["answer"], {article_id: fact["answer"]})
+    return Solution(None, {})
 
 
 def sampler_knowledge_qa(data: OrgData) -> Any:

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +130,10 @@ class Solution:
     """A solver's answer with the per-candidate values behind it and the winner's margin."""
 
     answer: str | None
-    candidates: dict[str, Any]
+    candidates: dict[str, Any] | list[str]
     margin: float | None = None
     tie: bool = False
+    tied: list[str] = field(default_factory=list)  # the candidates sharing the best value, when tie
 
 
 @dataclass
@@ -155,46 +157,75 @@ def pick_extreme(values: dict[str, float], mode: str) -> Solution:
         return Solution(best[0], dict(values), None)
     runner = ordered[1]
     margin = abs(best[1] - runner[1])
+    tied = sorted(k for k, v in values.items() if math.isclose(v, best[1], abs_tol=1e-9))
     return Solution(
-        best[0], dict(values), round(margin, 6), tie=math.isclose(best[1], runner[1], abs_tol=1e-9)
+        best[0], dict(values), round(margin, 6), tie=len(tied) > 1, tied=tied if len(tied) > 1 else []
     )
 
 
 class OrgData:
-    """The bundle's records as typed frames, with the joins every builder needs."""
+    """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
 
     def __init__(self, root: Path, model: OrgModel | None = None) -> None:
         self.root = Path(root)
         self.model = model or load_model()
-        bundle = Bundle(root)
-        self.manifest = bundle.read_manifest()
-        f = {o.name: bundle.read_object(o) for o in self.model}
-        self.frames = f
-        self.cases = f["Case"]
-        self.history = f["CaseHistory__c"]
-        self.assignments = self.history[self.history["Field__c"] == "Owner Assignment"]
-        self.items = f["OrderItem"]
-        self.orders = f["Order"]
-        self.products = f["Product2"]
-        self.accounts = f["Account"]
-        self.contacts = f["Contact"]
-        self.users = f["User"]
-        self.issues = f["Issue__c"]
-        self.knowledge = f["Knowledge__kav"]
-        self.emails = f["EmailMessage"]
-        self.chats = f["LiveChatTranscript"]
-        item_product = self.items.set_index("Id")["Product2Id"]
-        self.cases = self.cases.assign(_product=self.cases["OrderItemId__c"].map(item_product))
-        state = self.accounts.set_index("Id")["ShippingState"]
-        self.cases = self.cases.assign(_state=self.cases["AccountId"].map(state))
-        self.latent_cases = bundle.read_latent("Case").set_index("Id")
-        self.latent_knowledge = bundle.read_latent("Knowledge__kav").set_index("Id")
-        self.latent_issues = bundle.read_latent("Issue__c").set_index("Id")
-        self.policies = json.loads((self.root / "latent" / "world" / "policies.json").read_text())
-        prof = self.manifest["profile"]
-        self.span_start = pd.Timestamp(prof.get("start") or self.cases["CreatedDate"].min()).normalize()
-        self.span_end = pd.Timestamp(prof.get("end") or self.cases["CreatedDate"].max()).normalize()
+        self.bundle = Bundle(root)
+        self.manifest = self.bundle.read_manifest()
         self.cache: dict[str, Any] = {}
+
+    def frame(self, name: str) -> pd.DataFrame:
+        key = f"frame:{name}"
+        if key not in self.cache:
+            self.cache[key] = self.bundle.read_object(self.model.get(name))
+        return self.cache[key]
+
+    @cached_property
+    def cases(self) -> pd.DataFrame:
+        c = self.frame("Case")
+        item_product = (
+            self.items.set_index("Id")["Product2Id"]
+            if (self.root / "data" / "OrderItem.csv").exists()
+            else {}
+        )
+        state = (
+            self.accounts.set_index("Id")["ShippingState"]
+            if (self.root / "data" / "Account.csv").exists()
+            else {}
+        )
+        return c.assign(_product=c["OrderItemId__c"].map(item_product), _state=c["AccountId"].map(state))
+
+    @cached_property
+    def assignments(self) -> pd.DataFrame:
+        h = self.frame("CaseHistory__c")
+        return h[h["Field__c"] == "Owner Assignment"]
+
+    items = cached_property(lambda self: self.frame("OrderItem"))
+    orders = cached_property(lambda self: self.frame("Order"))
+    products = cached_property(lambda self: self.frame("Product2"))
+    accounts = cached_property(lambda self: self.frame("Account"))
+    contacts = cached_property(lambda self: self.frame("Contact"))
+    users = cached_property(lambda self: self.frame("User"))
+    issues = cached_property(lambda self: self.frame("Issue__c"))
+    knowledge = cached_property(lambda self: self.frame("Knowledge__kav"))
+    emails = cached_property(lambda self: self.frame("EmailMessage"))
+    chats = cached_property(lambda self: self.frame("LiveChatTranscript"))
+    latent_cases = cached_property(lambda self: self.bundle.read_latent("Case").set_index("Id"))
+    latent_knowledge = cached_property(lambda self: self.bundle.read_latent("Knowledge__kav").set_index("Id"))
+    latent_issues = cached_property(lambda self: self.bundle.read_latent("Issue__c").set_index("Id"))
+
+    @cached_property
+    def policies(self) -> dict[str, Any]:
+        return dict(json.loads((self.root / "latent" / "world" / "policies.json").read_text()))
+
+    @cached_property
+    def span_start(self) -> pd.Timestamp:
+        prof = self.manifest.get("profile", {})
+        return pd.Timestamp(prof.get("start") or self.frame("Case")["CreatedDate"].min()).normalize()
+
+    @cached_property
+    def span_end(self) -> pd.Timestamp:
+        prof = self.manifest.get("profile", {})
+        return pd.Timestamp(prof.get("end") or self.frame("Case")["CreatedDate"].max()).normalize()
 
     def issue_key(self, issue_id: str) -> str:
         return str(self.latent_issues.loc[issue_id, "_issue_key"])

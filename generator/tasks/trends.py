@@ -16,8 +16,6 @@ import random
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
-
 from generator.tasks.common import (
     MONTHS,
     Instance,
@@ -52,7 +50,7 @@ BRI_POLICY = """## Region Closure Policy
 def _product_cases(data: OrgData) -> dict[str, Any]:
     if "product_cases" not in data.cache:
         data.cache["product_cases"] = {k: v for k, v in data.cases.groupby("_product")}
-    return data.cache["product_cases"]  # type: ignore[no-any-return]
+    return data.cache["product_cases"]
 
 
 def solve_top_issue(data: OrgData, params: dict[str, Any]) -> Solution:
@@ -97,11 +95,11 @@ def _product_name(data: OrgData, product_id: str) -> str:
     return str(data.cache["product_names"][product_id])
 
 
-def _case_products(data: OrgData) -> tuple[list[str], np.ndarray]:
+def _case_products(data: OrgData) -> tuple[list[str], list[float]]:
     if "case_products" not in data.cache:
         counts = data.cases["_product"].value_counts()
-        data.cache["case_products"] = (list(counts.index), counts.to_numpy(dtype=float))
-    return data.cache["case_products"]  # type: ignore[no-any-return]
+        data.cache["case_products"] = (list(counts.index), [float(x) for x in counts.to_numpy()])
+    return data.cache["case_products"]
 
 
 def sampler_top_issue(data: OrgData) -> Any:
@@ -123,7 +121,11 @@ def sampler_top_issue(data: OrgData) -> Any:
                 elif kind == "quarter":
                     name = f"Q{(when.month - 1) // 3 + 1}"
                 else:
-                    name = "Winter" if when.month in (12, 1, 2) else ["Spring", "Summer", "Fall"][(when.month - 3) // 3]
+                    name = (
+                        "Winter"
+                        if when.month in (12, 1, 2)
+                        else ["Spring", "Summer", "Fall"][(when.month - 3) // 3]
+                    )
                 year = when.year - 1 if name == "Winter" and when.month <= 2 else when.year
                 w = named_window(name, year)
                 today = w.end.date() + timedelta(days=rng.randint(0, 300))
@@ -173,7 +175,8 @@ def sampler_monthly_trend(data: OrgData) -> Any:
         w = relative_window(today, unit, count)
         params = {"product_id": product, "today_date": iso(today), **w.params}
         sol = solve_monthly_trend(data, params)
-        if sol.answer is None or sol.candidates.get(sol.answer, 0) < 2:
+        counts = sol.candidates if isinstance(sol.candidates, dict) else {}
+        if sol.answer is None or counts.get(sol.answer, 0) < 2:
             return None
         name = _product_name(data, product)
         templates = [

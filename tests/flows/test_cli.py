@@ -54,6 +54,7 @@ BAD_INPUTS = [
     ("zero scale", lambda t: ["--scale", "0"], "--scale must be a positive number"),
     ("negative scale", lambda t: ["--scale", "-2"], "--scale must be a positive number"),
     ("zero shards", lambda t: ["--shards", "0"], "--shards must be at least 1"),
+    ("negative per-task", lambda t: ["--per-task", "-1"], "--per-task must be 0"),
     ("unknown writer", lambda t: ["--writer", "gpt"], "Unknown --writer `gpt`"),
 ]  # fmt: skip
 
@@ -110,16 +111,19 @@ def test_build_in_process_end_to_end(tmp_path: Path) -> None:
         "0.5",
         "--seed",
         "7",
+        "--per-task",
+        "0",
     )
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr and "ERROR" not in res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["seed"] == 7 and manifest["scale"] == 0.5
+    assert manifest["tasks"] is None and not any((out / "tasks").iterdir())  # --per-task 0: a data-only org
     assert manifest["counts"]["Case"] == 75 and manifest["counts"]["Product2"] == 60
     assert "CaseHistory__c" in res.stdout and "records/s" in res.stdout
     # A rebuild over an existing bundle needs --force, and with it gives the same data.
     again = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out), "--scale", "0.5",
-                    "--seed", "7", "--force")  # fmt: skip
+                    "--seed", "7", "--force", "--per-task", "0")  # fmt: skip
     assert again.returncode == 0
     assert json.loads((out / "manifest.json").read_text())["data_sha256"] == manifest["data_sha256"]
 

@@ -12,7 +12,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,8 @@ from generator.pipeline import (
     LocalExecutor,
     Progress,
     RunSpec,
-    ShardJob,
     generate,
     make_context,
-    run_shard_sync,
     writer_for,
 )
 from generator.world import World
@@ -288,56 +286,16 @@ async def build_bundle(
 
 # -- Prefect ------------------------------------------------------------------------------------------------
 
-_PROGRESS: Progress | None = None
+_PROGRESS: list[Progress | None] = [None]
 
 
-def _prefect_objects() -> tuple[Any, Any]:
-    """The Prefect task and flow, created on first use so `import flows.build` stays light."""
-    global _FLOW, _TASK
-    if _FLOW is not None:
-        return _FLOW, _TASK
-    from prefect import flow, task
-    from prefect.cache_policies import NO_CACHE
-
-    @task(name="shard", cache_policy=NO_CACHE, persist_result=False, log_prints=False)
-    def shard_task(job: ShardJob) -> Any:
-        return run_shard_sync(job)
-
-    @flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
-    async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
-        opts = BuildOptions(**options)
-        executor = PrefectExecutor(shard_task)
-        report = await build_bundle(opts, executor, _PROGRESS, shares_memory=opts.runner == "threads")
-        return {
-            "root": str(report.root),
-            "manifest": report.manifest,
-            "seconds": report.seconds,
-            "generation_seconds": report.generation_seconds,
-            "steps": report.steps,
-        }
-
-    _FLOW, _TASK = build_flow, shard_task
-    return _FLOW, _TASK
+def set_progress(progress: Progress | None) -> None:
+    """The progress display of the running build (kept out of the flow's arguments, which Prefect records)."""
+    _PROGRESS[0] = progress
 
 
-_FLOW: Any = None
-_TASK: Any = None
-
-
-class PrefectExecutor:
-    """Submits one Prefect task per shard job to the flow's task runner and waits for all of them."""
-
-    def __init__(self, shard_task: Any) -> None:
-        self.shard_task = shard_task
-
-    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
-        futures = [
-            self.shard_task.with_options(task_run_name=f"{j.sobject}.{j.stage}[{j.shard}/{j.shards}]").submit(
-                j
-            )
-            for j in jobs
-        ]
-        return await asyncio.to_thread(lambda: [f.result() for f in futures])
+def current_progress() -> Progress | None:
+    return _PROGRESS[0]
 
 
 def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: bool = False) -> BuildReport:
@@ -348,22 +306,16 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
     from flows import prefect_env
 
     prefect_env.configure(verbose)
-    global _PROGRESS
-    _PROGRESS = progress
-    build_flow, _ = _prefect_objects()
+    from flows import prefect_flow
+
     if opts.runner == "dask":
         runner = _dask_runner(opts)
-        build_flow = build_flow.with_options(task_runner=runner)
+        _share_api_server_with_workers()
     else:
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        build_flow = build_flow.with_options(
-            task_runner=ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
-        )
-    try:
-        out = asyncio.run(build_flow(asdict(opts)))
-    finally:
-        _PROGRESS = None
+        runner = ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
+    out = prefect_flow.run(asdict(opts), runner, progress)
     return BuildReport(
         root=Path(out["root"]),
         manifest=out["manifest"],
@@ -372,6 +324,20 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
         generation_seconds=out["generation_seconds"],
         steps=out["steps"],
     )
+
+
+def _share_api_server_with_workers() -> None:
+    """Start Prefect's temporary API server here and export its URL, so Dask worker processes (which inherit the
+    environment) report to it instead of each starting a server of their own (measured: ~10-30 s per worker)."""
+    import os
+
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()  # stopped at interpreter exit (Prefect registers it with atexit)
+    os.environ["PREFECT_API_URL"] = server.api_url
 
 
 def _dask_runner(opts: BuildOptions) -> Any:

@@ -195,7 +195,9 @@ def test_files_disagree(bundle: Path) -> None:
 def test_wrong_answer_in_both_files(bundle: Path) -> None:
     idx = _first(bundle, "case_routing", lambda r: True)
     original = _gt(bundle)[idx]["answer"]
-    other = next(r["answer"] for r in _gt(bundle) if r["task"] == "handle_time" and r["answer"] not in (None, original))
+    other = next(
+        r["answer"] for r in _gt(bundle) if r["task"] == "handle_time" and r["answer"] not in (None, original)
+    )
 
     def change(t: dict[str, Any], g: dict[str, Any]) -> None:
         t["answer"] = g["answer"] = other

@@ -136,3 +136,18 @@ def test_build_through_prefect_is_quiet_and_identical(tmp_path: Path, small_bund
     mine = json.loads((out / "manifest.json").read_text())
     assert mine["build"]["engine"] == "prefect"
     assert mine["data_sha256"] == json.loads((small_bundle / "manifest.json").read_text())["data_sha256"]
+
+
+def test_build_on_a_dask_cluster_is_quiet_and_identical(tmp_path: Path, small_bundle: Path) -> None:
+    """Shard jobs run in two Dask worker processes that rebuild their context from the bundle's work folder."""
+    out = tmp_path / "dask"
+    res = orgseed(
+        "build", "--profile", str(SMALL_PROFILE), "--out", str(out), "--runner", "dask", "--shards", "2"
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == ""
+    mine = json.loads((out / "manifest.json").read_text())
+    assert mine["build"]["runner"] == "dask"
+    assert mine["data_sha256"] == json.loads((small_bundle / "manifest.json").read_text())["data_sha256"]
+    assert mine["files"] == json.loads((small_bundle / "manifest.json").read_text())["files"]
+    assert not (out / ".work").exists()

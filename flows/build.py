@@ -8,11 +8,9 @@ in-process (`--no-prefect`), Prefect's thread pool (default) or a Dask cluster (
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -387,10 +385,3 @@ def regenerate_tasks(
     manifest["tasks"] = {**info, "seed": seed}
     bundle.write_manifest(manifest)
     return dict(manifest["tasks"])
-
-
-def load_report(root: Path) -> dict[str, Any]:
-    return dict(json.loads((root / "manifest.json").read_text()))
-
-
-ProgressFactory = Callable[[], Progress]

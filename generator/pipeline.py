@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import pickle
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -342,8 +341,3 @@ async def _regenerate_near_duplicates(
             "the writer cannot produce enough variety for this volume. Lower the scale or add vocabulary."
         )
     return frame, len(attempts)
-
-
-def dump_context(ctx: BuildContext, path: Path) -> None:
-    with path.open("wb") as fh:
-        pickle.dump(ctx, fh)

@@ -32,7 +32,7 @@ by year (so the fastest region depends on the period).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -693,21 +693,3 @@ def _slug(text: str) -> str:
     while "--" in out:
         out = out.replace("--", "-")
     return out.strip("-")
-
-
-def month_starts(start: date, end: date) -> list[date]:
-    """First days of every month that overlaps [start, end]."""
-    out = []
-    d = date(start.year, start.month, 1)
-    while d <= end:
-        out.append(d)
-        d = date(d.year + (d.month // 12), d.month % 12 + 1, 1)
-    return out
-
-
-def to_datetime64(values: list[datetime]) -> np.ndarray:
-    return np.array(values, dtype="datetime64[s]")
-
-
-def days(n: float) -> timedelta:
-    return timedelta(days=n)

@@ -107,15 +107,6 @@ class ObjectGenerator:
         return frame
 
 
-def ts(values: Any) -> np.ndarray:
-    """Anything datetime-like → numpy datetime64[s]."""
-    return np.asarray(values, dtype="datetime64[s]")
-
-
-def minutes(values: Any) -> np.ndarray:
-    return (np.asarray(values, dtype=float) * 60).round().astype("int64").astype("timedelta64[s]")
-
-
 def weighted_choice_rows(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:
     """For each row of `weights` (rows × options), one option index drawn proportionally to the row."""
     w = np.asarray(weights, dtype=float)

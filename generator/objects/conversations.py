@@ -21,21 +21,12 @@ from generator.text.base import TextKind, TextRequest
 SEC = np.timedelta64(1, "s")
 
 
-def _t(x: Any) -> np.datetime64:
-    return np.datetime64(x, "s")
-
-
 def _sec(x: Any) -> int:
     """Seconds since the epoch of anything datetime-like."""
     return int(np.datetime64(x, "s").astype("int64"))
 
 
 def owner_at_sec(chain: list[int], times: list[int], t: int) -> int:
-    k = sum(1 for tt in times if tt <= t)
-    return chain[min(k, len(chain) - 1)]
-
-
-def owner_at(chain: list[int], times: list[np.datetime64], t: np.datetime64) -> int:
     k = sum(1 for tt in times if tt <= t)
     return chain[min(k, len(chain) - 1)]
 

@@ -291,10 +291,6 @@ def fill(
     return out
 
 
-def day_range(start: date, end: date) -> list[date]:
-    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
-
-
 def random_window(
     data: OrgData,
     rng: random.Random,

@@ -176,7 +176,7 @@ async def build_tasks(
 
 
 async def _paraphrase(instances: list[Instance], writer: TextWriter) -> None:
-    """Let the writer rephrase each query's question part; ids, dates and the answer-format suffix stay verbatim."""
+    """Let the writer rephrase each query's question; the answer-format suffix (`tail`) is appended verbatim."""
     reqs = []
     for k, inst in enumerate(instances):
         reqs.append(TextRequest(TextKind.PARAPHRASE, f"q-{k}", {"text": inst.query, "task": inst.task}))
@@ -193,7 +193,7 @@ def _write(bundle: Bundle, model: OrgModel, instances: list[Instance], answer_fo
             {
                 "idx": idx,
                 "task": inst.task,
-                "query": inst.query,
+                "query": inst.full_query,
                 "answer": answer,
                 "reward_metric": "fuzzy_match" if inst.task == "knowledge_qa" else "exact_match",
                 "metadata": {"required": inst.required, "optional": DOMAIN_DETAILS},

@@ -142,9 +142,9 @@ def sampler_handle_time(data: OrgData) -> Any:
         extrema = "min" if rng.random() < 0.6 else "max"
         params = _params(today, w, n, extrema)
         sol = solve_handle_time(data, params)
-        query = f"{_htu_query(rng, w, n, extrema)} {SUFFIX_AGENT}"
+        query = _htu_query(rng, w, n, extrema)
         required = f"{HTU_POLICY}\n{today_line(today)}"
-        return Instance("handle_time", query, sol.answer, required, params, sol)
+        return Instance("handle_time", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
 
     return sample
 
@@ -158,8 +158,8 @@ def sampler_transfer_count(data: OrgData) -> Any:
         extrema = "max" if rng.random() < 0.55 else "min"
         params = _params(today, w, n, extrema)
         sol = solve_transfer_count(data, params)
-        query = f"{_tcu_query(rng, w, n, extrema)} {SUFFIX_AGENT}"
+        query = _tcu_query(rng, w, n, extrema)
         required = f"{TCU_POLICY}\n{today_line(today)}"
-        return Instance("transfer_count", query, sol.answer, required, params, sol)
+        return Instance("transfer_count", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
 
     return sample

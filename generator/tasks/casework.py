@@ -114,12 +114,13 @@ def sampler_case_routing(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
                 "Assign the following new case to the most suitable agent under the routing policy.",
             ]
         )
-        query = (
-            f"{intro} Return only the Id of the agent (a User Id).\n\n## Given Case\n"
+        query = intro
+        tail = (
+            " Return only the Id of the agent (a User Id).\n\n## Given Case\n"
             f"Subject: {d['subject']}\nDescription: {d['description']}"
         )
         ctx = {"case_subject": d["subject"], "case_description": d["description"]}
-        return Instance("case_routing", query, sol.answer, ROUTING_POLICY, params, sol, ctx)
+        return Instance("case_routing", query, sol.answer, ROUTING_POLICY, params, sol, ctx, tail=tail)
 
     return sample
 
@@ -348,10 +349,17 @@ def sampler_named_entity(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
             f"Could you pull up the {mention} from my order {when}? Today's {today_words}.",
         ]
         suffix = "Return only the Id of the product from the contact's past order, or None if there is no such order."
-        query = f"{rng.choice(templates)} {suffix}"
+        query = rng.choice(templates)
         required = f"{NED_POLICY}\n- Contact Id interacting: {d['contact_id']}\n{today_line(d['today'])}"
         return Instance(
-            "named_entity_disambiguation", query, sol.answer, required, params, sol, {"mention": mention}
+            "named_entity_disambiguation",
+            query,
+            sol.answer,
+            required,
+            params,
+            sol,
+            {"mention": mention},
+            tail=f" {suffix}",
         )
 
     return sample
@@ -416,9 +424,11 @@ def sampler_policy_violation(data: OrgData) -> Any:
             "Has any of our policies been violated in how this case was handled?",
         ]
         suffix = "Return only the Id of the knowledge article whose policy was violated, or None if no policy was violated."
-        query = f"{rng.choice(templates)} {suffix}"
+        query = rng.choice(templates)
         required = f"{PVI_POLICY}\n- Case Id to be considered is: {case_id}"
-        return Instance("policy_violation_identification", query, sol.answer, required, params, sol)
+        return Instance(
+            "policy_violation_identification", query, sol.answer, required, params, sol, tail=f" {suffix}"
+        )
 
     return sample
 

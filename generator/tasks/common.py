@@ -145,6 +145,11 @@ class Instance:
     params: dict[str, Any]
     solution: Solution
     context: dict[str, Any] = field(default_factory=dict)
+    tail: str = ""  # appended verbatim after the (possibly paraphrased) question: the answer-format suffix
+
+    @property
+    def full_query(self) -> str:
+        return f"{self.query}{self.tail}"
 
 
 def pick_extreme(values: dict[str, float], mode: str) -> Solution:

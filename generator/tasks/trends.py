@@ -151,9 +151,15 @@ def sampler_top_issue(data: OrgData) -> Any:
             f"The associated product Id is {product}. Return only the Id of the most reported issue "
             "(an Issue__c Id), or None if there were no cases."
         )
-        query = f"{rng.choice(templates)} {suffix}"
+        query = rng.choice(templates)
         return Instance(
-            "top_issue_identification", query, sol.answer, f"{TII_POLICY}\n{today_line(today)}", params, sol
+            "top_issue_identification",
+            query,
+            sol.answer,
+            f"{TII_POLICY}\n{today_line(today)}",
+            params,
+            sol,
+            tail=f" {suffix}",
         )
 
     return sample
@@ -186,9 +192,15 @@ def sampler_monthly_trend(data: OrgData) -> Any:
             f"Looking at {name} cases {w.phrase}, which month had significantly more than the rest?",
         ]
         suffix = f"The associated product Id is {product}. Return only the month name (e.g. January)."
-        query = f"{rng.choice(templates)} {suffix}"
+        query = rng.choice(templates)
         return Instance(
-            "monthly_trend_analysis", query, sol.answer, f"{MTA_POLICY}\n{today_line(today)}", params, sol
+            "monthly_trend_analysis",
+            query,
+            sol.answer,
+            f"{MTA_POLICY}\n{today_line(today)}",
+            params,
+            sol,
+            tail=f" {suffix}",
         )
 
     return sample
@@ -210,9 +222,15 @@ def sampler_best_region(data: OrgData) -> Any:
             f"Find the region with the shortest average case closure time {w.phrase}.",
         ]
         suffix = "Return only the two-letter state code (e.g. CA)."
-        query = f"{rng.choice(templates)} {suffix}"
+        query = rng.choice(templates)
         return Instance(
-            "best_region_identification", query, sol.answer, f"{BRI_POLICY}\n{today_line(today)}", params, sol
+            "best_region_identification",
+            query,
+            sol.answer,
+            f"{BRI_POLICY}\n{today_line(today)}",
+            params,
+            sol,
+            tail=f" {suffix}",
         )
 
     return sample

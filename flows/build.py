@@ -1,4 +1,4 @@
-"""`orgseed build`: generate → persist → (validate → tasks) → manifest.
+"""`orgseed build`: generate → persist → validate → (tasks) → manifest.
 
 `build_bundle` is the orchestration as a plain async function; `build_flow` runs the same steps as a
 Prefect flow whose tasks are object × shard jobs (never records). The executor decides where jobs run:
@@ -34,8 +34,10 @@ from generator.pipeline import (
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest
 from schemas.errors import UsageError
-from schemas.model import load_model
-from schemas.profile import load_profile
+from schemas.model import OrgModel, load_model
+from schemas.profile import Profile, load_profile
+from validators.findings import Report, ValidationFailed
+from validators.run import REPORT_PATH, validate_bundle, write_report
 
 ENGINES = ("prefect", "local")
 RUNNERS = ("threads", "dask")
@@ -139,6 +141,23 @@ def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
     }
 
 
+def validate_step(root: Path, profile: Profile, model: OrgModel, manifest: dict[str, Any]) -> Report:
+    """Validate the written bundle; record the outcome and its timing in the manifest (not yet written)."""
+    t = time.perf_counter()
+    report = validate_bundle(root, profile, model)
+    write_report(report, root)
+    seconds = time.perf_counter() - t
+    manifest["validated"] = report.ok
+    manifest["validation"] = {
+        "errors": report.errors + report.fatal,
+        "warnings": report.warnings,
+        "report": REPORT_PATH,
+        "seconds": round(seconds, 3),
+    }
+    manifest["timings"]["validation_seconds"] = round(seconds, 3)
+    return report
+
+
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for c in out.columns:
@@ -210,8 +229,12 @@ async def build_bundle(
         text={"requests": result.text_counts},
         timings={"generation_seconds": round(generation_seconds, 3), "steps": steps},
     )
+    bundle.write_manifest(manifest)
+    validation = validate_step(root, profile, model, manifest)
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)
+    if not validation.ok:
+        raise ValidationFailed(validation, str(root / REPORT_PATH))
     return BuildReport(
         root=root,
         manifest=manifest,

@@ -204,7 +204,8 @@ def _candidates(sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             right.append(members[b])
     if not left:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    codes = np.unique(np.concatenate(left).astype(np.int64) * n + np.concatenate(right))
+    codes = np.sort(np.concatenate(left).astype(np.int64) * n + np.concatenate(right))
+    codes = codes[np.r_[True, codes[1:] != codes[:-1]]]  # each pair once, however many bands it shares
     return codes // n, codes % n
 
 

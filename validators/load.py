@@ -168,8 +168,8 @@ def _resolve_profile(data: BundleData, given: str | Profile | None) -> Profile |
     if isinstance(given, Profile):
         return given
     manifest = data.manifest or {}
-    recorded = manifest.get("profile") if isinstance(manifest.get("profile"), dict) else {}
-    assert isinstance(recorded, dict)
+    entry = manifest.get("profile")
+    recorded: dict[str, Any] = entry if isinstance(entry, dict) else {}
     candidates: list[str] = []
     if given is not None:
         candidates.append(given)

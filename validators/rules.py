@@ -19,6 +19,7 @@ skipped here, so one broken cell is not reported again by every rule that reads 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -57,7 +58,14 @@ class _Emit:
     def __init__(self) -> None:
         self.out: list[Finding] = []
 
-    def rows(self, rule: str, frame: pd.DataFrame, sobject: str, field: str | None, message: Any) -> None:
+    def rows(
+        self,
+        rule: str,
+        frame: pd.DataFrame,
+        sobject: str,
+        field: str | None,
+        message: Callable[[dict[str, Any]], str],
+    ) -> None:
         for r in frame.to_dict("records"):
             self.out.append(
                 finding(
@@ -107,15 +115,11 @@ def _time_span(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile, 
                 continue
             when = parse_datetimes(frame[f.name]) if f.type == "datetime" else parse_dates(frame[f.name])
             bad = frame[((when < start) | (when >= end)).to_numpy()]
-            emit.rows(
-                "rules.time-span",
-                bad,
-                spec.name,
-                f.name,
-                lambda r, n=f.name, o=spec.name: (
-                    f"{o} {r['Id']}: `{n}` is {r[n]}, outside the profile's span {where}."
-                ),
-            )
+
+            def outside(r: dict[str, Any], n: str = f.name, o: str = spec.name) -> str:
+                return f"{o} {r['Id']}: `{n}` is {r[n]}, outside the profile's span {where}."
+
+            emit.rows("rules.time-span", bad, spec.name, f.name, outside)
 
 
 # -- cases ----------------------------------------------------------------------------------------------------
@@ -473,16 +477,14 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
         ch = _join_case(raw["LiveChatTranscript"], "CaseId", cases)
         for col in ("AccountId", "ContactId"):
             bad = ch[col].fillna("") != ch[f"c_{col}"].fillna("")
-            emit.rows(
-                "rules.chat-customer",
-                ch[bad.to_numpy()],
-                "LiveChatTranscript",
-                col,
-                lambda r, col=col: (
+
+            def other_customer(r: dict[str, Any], col: str = col) -> str:
+                return (
                     f"LiveChatTranscript {r['Id']} has {col} {r[col] or '(empty)'}, but its case "
                     f"{r['CaseId']} has {r['c_' + col] or '(empty)'}; a chat is with its case's customer."
-                ),
-            )
+                )
+
+            emit.rows("rules.chat-customer", ch[bad.to_numpy()], "LiveChatTranscript", col, other_customer)
 
 
 # -- orders and price books ---------------------------------------------------------------------------------

@@ -66,6 +66,8 @@ class _Emit:
         field: str | None,
         message: Callable[[dict[str, Any]], str],
     ) -> None:
+        if frame.empty:
+            return
         for r in frame.to_dict("records"):
             self.out.append(
                 finding(

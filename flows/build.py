@@ -1,4 +1,4 @@
-"""`orgseed build`: generate → persist → (validate → tasks) → manifest.
+"""`orgseed build`: generate → persist → validate → (tasks) → manifest.
 
 `build_bundle` is the orchestration as a plain async function; `build_flow` runs the same steps as a
 Prefect flow whose tasks are object × shard jobs (never records). The executor decides where jobs run:
@@ -31,8 +31,10 @@ from generator.pipeline import (
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
 from schemas.errors import Terminal, UsageError
-from schemas.model import load_model
-from schemas.profile import load_profile
+from schemas.model import OrgModel, load_model
+from schemas.profile import Profile, load_profile
+from validators.findings import Report, ValidationFailed
+from validators.run import REPORT_PATH, validate_bundle, write_report
 
 ENGINES = ("prefect", "local")
 RUNNERS = ("threads", "dask")
@@ -176,6 +178,23 @@ def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
     }
 
 
+def validate_step(root: Path, profile: Profile, model: OrgModel, manifest: dict[str, Any]) -> Report:
+    """Validate the written bundle; record the outcome and its timing in the manifest (not yet written)."""
+    t = time.perf_counter()
+    report = validate_bundle(root, profile, model)
+    write_report(report, root)
+    seconds = time.perf_counter() - t
+    manifest["validated"] = report.ok
+    manifest["validation"] = {
+        "errors": report.errors + report.fatal,
+        "warnings": report.warnings,
+        "report": REPORT_PATH,
+        "seconds": round(seconds, 3),
+    }
+    manifest["timings"]["validation_seconds"] = round(seconds, 3)
+    return report
+
+
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for c in out.columns:
@@ -203,7 +222,7 @@ async def build_bundle(
     manifest = new_manifest(
         {
             "name": profile.name,
-            "path": str(profile.path),
+            "path": str(profile.path.resolve()),
             "sha256": profile.digest,
             "start": profile.span.start.isoformat(),
             "end": profile.span.end.isoformat(),
@@ -250,8 +269,16 @@ async def build_bundle(
         files=dict(sorted(files.items())),
         data_sha256=data_digest(files),
         counts={name: objects[name]["rows"] for name in model.names},
+        text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
     )
+    manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
     bundle.write_manifest(manifest)
+    validation = validate_step(root, profile, model, manifest)
+    if not validation.ok:
+        manifest["status"] = "invalid"
+        manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
+        bundle.write_manifest(manifest)
+        raise ValidationFailed(validation, str(root / REPORT_PATH))
     t_tasks = time.perf_counter()
     writer = writer_for(run, result.ctx)
     per_task = opts.per_task if opts.per_task is not None else profile.per_task
@@ -260,16 +287,7 @@ async def build_bundle(
         task_info = await make_tasks(root, opts.seed, per_task, writer, opts.answer_format, model)
         steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
         files.update(task_info.pop("files"))
-    manifest.update(
-        status="complete",
-        objects={name: objects[name] for name in model.names},
-        files=dict(sorted(files.items())),
-        data_sha256=data_digest(files),
-        counts={name: objects[name]["rows"] for name in model.names},
-        text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
-        tasks=task_info,
-        timings={"generation_seconds": round(generation_seconds, 3), "steps": steps},
-    )
+    manifest.update(status="complete", files=dict(sorted(files.items())), tasks=task_info)
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)
     return BuildReport(

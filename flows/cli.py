@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from schemas.errors import OrgseedError, Terminal
+from validators.findings import Report, ValidationFailed
 
 app = typer.Typer(
     name="orgseed",
@@ -112,6 +113,11 @@ def build(
 
         try:
             report = run_build(opts, Hooks(on_object_start=start, on_object_done=done), verbose=verbose)
+        except ValidationFailed as exc:
+            bar.stop()
+            print_validation(exc.report, exc.report_path)
+            fail(exc, 1)
+            return
         except OrgseedError as exc:
             bar.stop()
             fail(exc, 2 if isinstance(exc, Terminal) else 1)
@@ -130,6 +136,57 @@ def build(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
         f"(generation {report.generation_seconds:.2f} s, {report.records / max(report.generation_seconds, 1e-9):,.0f} records/s)"
+    )
+    checked = m.get("validation", {})
+    if checked:
+        out.print(
+            f"validated: {checked['errors']} errors, {checked['warnings']} warnings in "
+            f"{checked['seconds']:.2f} s (details in {checked['report']})"
+        )
+
+
+@app.command()
+def validate(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (the one holding manifest.json).")],
+    profile: Annotated[
+        str | None,
+        typer.Option(help="Profile for bounds and time span (default: the one the bundle was built with)."),
+    ] = None,
+) -> None:
+    """Check every record, reference, rule and text of a bundle; write reports/validation.json.
+
+    Exit 0 when there are no errors (warnings allowed), 1 when there are, 2 when the bundle itself cannot be
+    read (missing manifest, changed file, unreadable CSV).
+    """
+    from validators.run import validate_bundle, write_report
+
+    report = validate_bundle(bundle, profile)
+    path = write_report(report, bundle)
+    print_validation(report, str(path) if path else None)
+    raise typer.Exit(report.exit_code)
+
+
+def print_validation(report: Report, report_path: str | None) -> None:
+    """The summary table of a validation report (per object and rule), then what cannot be read."""
+    if report.findings:
+        table = Table(title=f"validation: {report.bundle}", title_justify="left")
+        for column in ("object", "rule", "severity"):
+            table.add_column(column)
+        table.add_column("count", justify="right")
+        colours = {"fatal": "bold red", "error": "red", "warning": "yellow"}
+        for sobject, rule, severity, count in report.summary():
+            table.add_row(sobject, rule, f"[{colours[severity]}]{severity}", f"{count:,}")
+        out.print(table)
+    for f in report.findings:
+        if f.severity.value == "fatal":
+            err.print(f"[bold red]fatal:[/] {f.message}", highlight=False, soft_wrap=True)
+    for note in report.skipped:
+        err.print(f"skipped: {note}", highlight=False, soft_wrap=True)
+    where = f"; every finding is in {report_path}" if report_path else ""
+    out.print(
+        f"{report.records:,} records checked in {report.timings.get('total', 0):.2f} s: "
+        f"{report.fatal} fatal, {report.errors} errors, {report.warnings} warnings{where}.",
+        highlight=False,
     )
 
 

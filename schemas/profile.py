@@ -11,7 +11,7 @@ import json
 import math
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from functools import cache
 from pathlib import Path
@@ -71,6 +71,8 @@ class Profile:
     latent: dict[str, Any]
     digest: str
     per_task: int = 130
+    # [bounds.<Child>] <Lookup> = [min, max]: children per parent through that lookup (checked by validators)
+    bounds: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
     def count(self, sobject: str, scale: float = 1.0) -> int:
         """Records of `sobject` at `scale` (round(count × scale^exponent)), at least 1 when count > 0."""
@@ -321,6 +323,8 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
             if sum(weights.values()) <= 0:
                 raise fail(["picklists", oname, fname], "weights must not all be zero.")
 
+    bounds = _check_bounds(plain.get("bounds", {}), model, fail)
+
     start, end = date.fromisoformat(plain["time"]["start"]), date.fromisoformat(plain["time"]["end"])
     if end <= start:
         raise fail(["time", "end"], f"must be after time.start ({start}).")
@@ -343,7 +347,46 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
         latent=latent,
         digest=digest,
         per_task=int(plain.get("tasks", {}).get("per_task", 130)),
+        bounds=bounds,
     )
+
+
+def _check_bounds(
+    table: dict[str, dict[str, list[int]]], model: OrgModel, fail: Any
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """`[bounds.<Child>] <Lookup> = [min, max]`: names a lookup of a generated object to another one."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for child, fields in table.items():
+        if not model.has(child):
+            raise fail(["bounds", child], f"unknown object.{did_you_mean(child, model.names)}")
+        spec = model.get(child)
+        if spec.name != child:
+            raise fail(["bounds", child], f"object names are case-sensitive here; write `{spec.name}`.")
+        for fname, (low, high) in fields.items():
+            if not spec.has_field(fname) or spec.field(fname).name != fname:
+                raise fail(
+                    ["bounds", child, fname],
+                    f"`{child}` has no field `{fname}`.{did_you_mean(fname, spec.field_names)}",
+                )
+            fspec = spec.field(fname)
+            if not fspec.is_lookup:
+                lookups = ", ".join(f.name for f in spec.lookups) or "none"
+                raise fail(
+                    ["bounds", child, fname],
+                    f"is a {fspec.type} field; bounds count children through a lookup ({child} lookups: {lookups}).",
+                )
+            if fspec.org_provided:
+                raise fail(
+                    ["bounds", child, fname],
+                    f"points at `{fspec.reference_to[0]}`, which lives in the org, not in the bundle; "
+                    "bounds need a generated parent.",
+                )
+            if low > high:
+                raise fail(
+                    ["bounds", child, fname], f"min {low} is greater than max {high}; write [min, max]."
+                )
+            out.setdefault(child, {})[fname] = (int(low), int(high))
+    return out
 
 
 def _sha256(data: bytes) -> str:

@@ -63,7 +63,9 @@ class UserGenerator(ObjectGenerator):
                 "LastName": last,
                 "Email": [f"{x}@{domain}" for x in local],
                 "Phone": [fake.numerify("(###) ###-####") for _ in range(n)],
-                "Username": [f"{x}@{ctx.profile.name}.{domain}" for x in local],
+                "Username": [
+                    f"{x}@{re.sub(r'[^a-z0-9-]+', '-', ctx.profile.name.lower())}.{domain}" for x in local
+                ],
                 "Alias": alias,
                 "Title": titles,
                 "ProfileId": make_id(ctx.model.key_prefix("Profile"), 0),

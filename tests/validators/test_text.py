@@ -1,0 +1,122 @@
+"""text.py's building blocks: near-duplicate pairs against brute force, truncation, offers in chats."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from validators.load import load_bundle
+from validators.text import (
+    NEAR_DUPLICATE_SCOPE,
+    NEAR_DUPLICATE_THRESHOLD,
+    agent_lines,
+    jaccard,
+    near_duplicate_pairs,
+    offered,
+    shingles,
+    truncation,
+)
+
+
+def brute_force(texts: list[str | None]) -> list[tuple[int, int]]:
+    sets = [shingles(t) if t else set() for t in texts]
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(len(sets)), 2)
+        if sets[i] and sets[j] and jaccard(sets[i], sets[j]) >= NEAR_DUPLICATE_THRESHOLD
+    ]
+
+
+def test_lsh_finds_every_pair_brute_force_finds_on_the_default_bundle(default_bundle: Path) -> None:
+    """The generated texts have no near-duplicates (the generator rewrites them); with planted near-copies of
+    some of them (6 of ~40 words changed), the fast search finds exactly the pairs brute force finds."""
+    data = load_bundle(default_bundle)
+    planted = 0
+    for sobject, field in NEAR_DUPLICATE_SCOPE:
+        texts = data.raw[sobject][field].tolist()
+        assert brute_force(texts) == [], (sobject, field)
+        rnd = random.Random(7)
+        copies = []
+        for text in texts[:: max(1, len(texts) // 12)][:12]:
+            words = str(text).split()
+            for _ in range(max(1, len(words) // 15)):
+                words[rnd.randrange(len(words))] = f"zz{rnd.randrange(10**6)}"
+            copies.append(" ".join(words))
+        mixed = texts + copies
+        exact = brute_force(mixed)
+        assert [(i, j) for i, j, _ in near_duplicate_pairs(mixed)] == exact, (sobject, field)
+        planted += len(exact)
+    assert planted >= 30
+
+
+def test_near_duplicate_pairs_on_handmade_texts() -> None:
+    texts = [
+        "The Swift Jump Rope was delivered soaking wet with the packaging ripped open. Please send a new one.",
+        "My order arrived two weeks late and the box was empty when I opened it at home.",
+        "The Aero Arm Warmers was delivered soaking wet with the packaging ripped open. Please send a new one.",
+        None,
+        "short",
+        "short",
+    ]
+    pairs = near_duplicate_pairs(texts)
+    assert [(i, j) for i, j, _ in pairs] == [(0, 2), (4, 5)]
+    assert pairs[1][2] == 1.0
+    assert 0.5 <= pairs[0][2] < 1.0
+
+
+def test_shingles_are_lower_cased_word_triples() -> None:
+    assert shingles("Hello, big World!  Again") == {"hello big world", "big world again"}
+    assert shingles("Two words") == {"two words"}
+    assert shingles("  ") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "prose", "cut"),
+    [
+        ("A whole sentence.", 100, True, False),
+        ('He said "fine."', 100, True, False),
+        ("Ends with a question?", 100, True, False),
+        ("(A remark in brackets.)", 100, True, False),
+        ("A sentence that stops in the", 100, True, True),
+        ("Best regards,\nJane", 100, False, False),
+        ("Cut mid-sentence and then…", 100, False, True),
+        ("Cut with three dots...", 100, False, True),
+        ("Stops at a comma,", 100, False, True),
+        ("An aside (never closed.", 100, True, True),
+        ("x" * 40, 40, False, True),
+        ("x" * 39, 40, False, False),
+    ],
+)
+def test_truncation(text: str, limit: int, prose: bool, cut: bool) -> None:
+    assert (truncation(text, limit, prose) is not None) is cut
+
+
+def test_agent_lines_keep_only_the_agent_and_continuations() -> None:
+    body = "\n".join(
+        [
+            "Sherry: Hi, I want a full refund.",
+            "Robert Gillespie (Agent): Hello Sherry! Let me check.",
+            "I can offer store credit.",
+            "Sherry: Thanks: that works.",
+        ]
+    )
+    assert agent_lines(body) == "Hello Sherry! Let me check.\nI can offer store credit."
+
+
+PHRASES = {"loyalty_points": "loyalty points", "refund": "full refund", "store_credit": "store credit"}
+
+
+def test_offers_use_canonical_phrases_on_word_boundaries() -> None:
+    assert offered("I've arranged a Full Refund for you.", PHRASES, None) == ["refund"]
+    assert offered("No refund is possible.", PHRASES, None) == []
+    assert offered("some store credits", PHRASES, None) == []
+
+
+def test_a_mention_of_the_case_issue_is_not_an_offer() -> None:
+    transfer = "I'm passing your case to Ana, who handles loyalty points not redeemed cases."
+    assert offered(transfer, PHRASES, "Loyalty points not redeemed") == []
+    offer = transfer + " Meanwhile I've added 500 loyalty points to your account."
+    assert offered(offer, PHRASES, "Loyalty points not redeemed") == ["loyalty_points"]

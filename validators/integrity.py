@@ -1,0 +1,244 @@
+"""References, keys and cardinality.
+
+- Ids are unique per object and carry their object's key prefix.
+- Every lookup resolves to an existing record of the object it references. Lookups marked `orgProvided`
+  point at records that live in the org (Profile, RecordType, ...): only their key prefix is checked.
+- A required lookup is present (reported once, here, rather than also as `schema.required`).
+- Unique and external-id fields (Username, UrlName, External_ID__c) repeat no value; Salesforce compares
+  them case-insensitively. Combinations Salesforce keeps unique are declared in `UNIQUE_TOGETHER`.
+- Each parent has as many children as the profile's `[bounds]` allow (`[bounds.OrderItem] OrderId = [1, 20]`:
+  every Order has 1 to 20 OrderItems).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schemas.model import ObjectSpec, OrgModel
+from schemas.profile import Profile
+from validators.findings import Finding, finding, show
+
+UNIQUE_TOGETHER: dict[str, tuple[tuple[str, ...], str]] = {
+    "PricebookEntry": (
+        ("Pricebook2Id", "Product2Id"),
+        "a price book lists a product once (a real org refuses the second entry with DUPLICATE_VALUE)",
+    ),
+    "ProductCategoryProduct": (
+        ("ProductCategoryId", "ProductId"),
+        "a product is assigned to a category once",
+    ),
+}
+
+
+def _file(sobject: str) -> str:
+    return f"data/{sobject}.csv"
+
+
+def check_integrity(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile | None) -> list[Finding]:
+    out: list[Finding] = []
+    ids = {name: set(frame["Id"].dropna()) for name, frame in raw.items()}
+    for spec in model:
+        frame = raw.get(spec.name)
+        if frame is None:
+            continue
+        out.extend(_ids(spec, frame))
+        out.extend(_lookups(spec, frame, model, ids))
+        out.extend(_unique(spec, frame))
+    if profile is not None:
+        out.extend(_cardinality(raw, model, profile))
+    return out
+
+
+def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
+    out = []
+    col = frame["Id"]
+    lines = frame["_line"].to_numpy()
+    present = col.notna().to_numpy()
+    first_line = dict(zip(col[present][::-1], lines[present][::-1], strict=True))
+    dup = (col.duplicated(keep="first") & col.notna()).to_numpy()
+    for pos in np.flatnonzero(dup):
+        rid = col.iat[pos]
+        out.append(
+            finding(
+                "integrity.duplicate-id",
+                f"{spec.name} {rid} at line {lines[pos]} repeats the Id of the record at line {first_line[rid]}; "
+                "every record needs its own Id.",
+                object=spec.name,
+                record=rid,
+                field="Id",
+                file=_file(spec.name),
+                line=lines[pos],
+            )
+        )
+    wrong = (present & ~col.fillna("").str.startswith(spec.key_prefix).to_numpy()).astype(bool)
+    for pos in np.flatnonzero(wrong):
+        rid = col.iat[pos]
+        out.append(
+            finding(
+                "integrity.key-prefix",
+                f"{spec.name} Id {show(rid)} starts with `{str(rid)[:3]}`; {spec.name} ids start with "
+                f"`{spec.key_prefix}`.",
+                object=spec.name,
+                record=rid,
+                field="Id",
+                file=_file(spec.name),
+                line=lines[pos],
+            )
+        )
+    return out
+
+
+def _lookups(
+    spec: ObjectSpec, frame: pd.DataFrame, model: OrgModel, ids: dict[str, set[str]]
+) -> list[Finding]:
+    out = []
+    rec = frame["Id"].to_numpy()
+    lines = frame["_line"].to_numpy()
+    for f in spec.lookups:
+        col = frame[f.name]
+        values = col.to_numpy(dtype=object)
+        targets = list(f.reference_to)
+        prefixes = {model.key_prefix(t): t for t in targets}
+        expected = " or ".join(f"a {t} id (prefix `{model.key_prefix(t)}`)" for t in targets)
+        null = col.isna().to_numpy()
+        if f.required:
+            for pos in np.flatnonzero(null):
+                out.append(
+                    finding(
+                        "integrity.required-lookup",
+                        f"{spec.name} {rec[pos]} has no `{f.name}`; every {spec.name} must point at {expected}.",
+                        object=spec.name,
+                        record=rec[pos],
+                        field=f.name,
+                        file=_file(spec.name),
+                        line=lines[pos],
+                    )
+                )
+        prefix = col.fillna("").str.slice(0, 3).to_numpy(dtype=object)
+        right_prefix = np.isin(prefix, list(prefixes))
+        for pos in np.flatnonzero(~null & ~right_prefix):
+            owner = model.object_for_prefix(str(prefix[pos]))
+            what = f", the prefix of {owner}" if owner else ", which no object of the model uses"
+            out.append(
+                finding(
+                    "integrity.key-prefix",
+                    f"{spec.name} {rec[pos]}: `{f.name}` is {show(values[pos])}, which starts with "
+                    f"`{prefix[pos]}`{what}; expected {expected}.",
+                    object=spec.name,
+                    record=rec[pos],
+                    field=f.name,
+                    file=_file(spec.name),
+                    line=lines[pos],
+                )
+            )
+        if f.org_provided:
+            continue
+        known: set[str] = set()
+        readable = True
+        for t in targets:
+            if t not in ids:
+                readable = False
+            known |= ids.get(t, set())
+        if not readable:
+            continue  # the target's CSV is unreadable: reported as bundle.csv
+        exists = np.fromiter((v in known for v in values), dtype=bool, count=len(values))
+        for pos in np.flatnonzero(~null & right_prefix & ~exists):
+            target = prefixes[str(prefix[pos])]
+            out.append(
+                finding(
+                    "integrity.dangling-lookup",
+                    f"{spec.name} {rec[pos]}: `{f.name}` points at {target} {values[pos]}, which does not exist in "
+                    f"data/{target}.csv; point it at an existing {target} or remove the {spec.name}.",
+                    object=spec.name,
+                    record=rec[pos],
+                    field=f.name,
+                    file=_file(spec.name),
+                    line=lines[pos],
+                )
+            )
+    return out
+
+
+def _unique(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
+    out = []
+    rec = frame["Id"].to_numpy()
+    lines = frame["_line"].to_numpy()
+    for f in spec.fields:
+        if f.type == "id" or not (f.unique or f.external_id):
+            continue
+        key = frame[f.name].str.lower()
+        out.extend(_repeats(spec, key, rec, lines, [f.name], f"`{f.name}` must be unique (case-insensitive)"))
+    together = UNIQUE_TOGETHER.get(spec.name)
+    if together:
+        fields, why = together
+        if all(c in frame.columns for c in fields):
+            key = frame[fields[0]].str.cat([frame[f] for f in fields[1:]], sep="\x1f")
+            out.extend(_repeats(spec, key, rec, lines, list(fields), why, rule="integrity.unique-together"))
+    return out
+
+
+def _repeats(
+    spec: ObjectSpec,
+    key: pd.Series,
+    rec: np.ndarray,
+    lines: np.ndarray,
+    fields: list[str],
+    why: str,
+    rule: str = "integrity.unique",
+) -> list[Finding]:
+    present = key.notna().to_numpy()
+    dup = (key.duplicated(keep="first").to_numpy() & present).astype(bool)
+    if not dup.any():
+        return []
+    first: dict[Any, int] = {}
+    for pos in np.flatnonzero(present):
+        first.setdefault(key.iat[pos], int(pos))
+    out = []
+    shown = " + ".join(f"`{f}`" for f in fields)
+    for pos in np.flatnonzero(dup):
+        other = first[key.iat[pos]]
+        out.append(
+            finding(
+                rule,
+                f"{spec.name} {rec[pos]} repeats the {shown} of {spec.name} {rec[other]} (line {lines[other]}): "
+                f"{why}. Change one of them.",
+                object=spec.name,
+                record=rec[pos],
+                field=fields[0] if len(fields) == 1 else ",".join(fields),
+                file=_file(spec.name),
+                line=lines[pos],
+                related=[str(rec[other])],
+            )
+        )
+    return out
+
+
+def _cardinality(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile) -> list[Finding]:
+    out = []
+    for child, fields in profile.bounds.items():
+        for fname, (low, high) in fields.items():
+            fspec = model.get(child).field(fname)
+            parent = fspec.reference_to[0]
+            if child not in raw or parent not in raw:
+                continue
+            counts = raw[child][fname].value_counts()
+            parents = raw[parent]
+            n = parents["Id"].map(counts).fillna(0).astype(int).to_numpy()
+            lines = parents["_line"].to_numpy()
+            pid = parents["Id"].to_numpy()
+            for pos in np.flatnonzero((n < low) | (n > high)):
+                out.append(
+                    finding(
+                        "integrity.cardinality",
+                        f"{parent} {pid[pos]} has {n[pos]} {child} record(s) (via `{child}.{fname}`); the profile's "
+                        f"[bounds.{child}] {fname} = [{low}, {high}] allows {low} to {high}. Fix the data or the bound.",
+                        object=parent,
+                        record=pid[pos],
+                        file=_file(parent),
+                        line=lines[pos],
+                    )
+                )
+    return out

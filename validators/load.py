@@ -1,0 +1,245 @@
+"""Reading a bundle for validation, turning every way it can be unreadable into a located finding.
+
+`load_bundle` never raises for a broken bundle: a missing manifest, a changed or missing file, a CSV that
+cannot be parsed (with its file and line), an unreadable JSON file, or a profile that cannot be found each
+become a `fatal` finding, and the checks that need the broken input are skipped (and listed as skipped).
+Everything that can be read is still checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orgs.bundle import Bundle, BundleError, sha256_file
+from schemas.errors import OrgseedError
+from schemas.model import OrgModel, load_model
+from schemas.profile import Profile, load_profile
+from validators.findings import Finding, finding
+
+LATENT_OBJECTS = ("Case", "EmailMessage", "Issue__c", "Knowledge__kav")
+POLICIES = "latent/world/policies.json"
+
+
+@dataclass
+class BundleData:
+    """What the checks read: raw data frames (strings, None for empty, `_line` = CSV line), latent tables."""
+
+    root: Path
+    model: OrgModel
+    manifest: dict[str, Any] | None = None
+    profile: Profile | None = None
+    raw: dict[str, pd.DataFrame] = field(default_factory=dict)
+    latent: dict[str, pd.DataFrame] = field(default_factory=dict)
+    policies: dict[str, Any] | None = None
+    problems: list[Finding] = field(default_factory=list)
+
+    @staticmethod
+    def data_file(sobject: str) -> str:
+        return f"data/{sobject}.csv"
+
+    @staticmethod
+    def latent_file(sobject: str) -> str:
+        return f"latent/{sobject}.csv"
+
+    def has(self, *objects: str) -> bool:
+        return all(o in self.raw for o in objects)
+
+    @property
+    def records(self) -> int:
+        return sum(len(f) for f in self.raw.values())
+
+
+def load_bundle(
+    root: Path | str, profile: str | Profile | None = None, model: OrgModel | None = None
+) -> BundleData:
+    root = Path(root)
+    data = BundleData(root=root, model=model or load_model())
+    bundle = Bundle(root)
+    try:
+        data.manifest = bundle.read_manifest()
+    except BundleError as exc:
+        data.problems.append(
+            finding("bundle.manifest", str(exc), file="manifest.json", line=getattr(exc, "line", None))
+        )
+        return data
+    data.problems.extend(_check_files(root, data.manifest))
+    data.profile = _resolve_profile(data, profile)
+    for spec in data.model:
+        try:
+            data.raw[spec.name] = bundle.read_raw(spec.name, spec)
+        except BundleError as exc:
+            data.problems.append(
+                finding(
+                    "bundle.csv",
+                    str(exc),
+                    object=spec.name,
+                    file=data.data_file(spec.name),
+                    line=getattr(exc, "line", None),
+                )
+            )
+    for name in LATENT_OBJECTS:
+        path = root / data.latent_file(name)
+        if not path.exists():
+            continue  # reported by the manifest check when listed; otherwise the content checks are skipped
+        try:
+            data.latent[name] = read_csv_lines(path, data.latent_file(name))
+        except BundleError as exc:
+            data.problems.append(
+                finding(
+                    "bundle.csv",
+                    str(exc),
+                    object=name,
+                    file=data.latent_file(name),
+                    line=getattr(exc, "line", None),
+                )
+            )
+    policies = root / POLICIES
+    if policies.exists():
+        try:
+            loaded = json.loads(policies.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            line = getattr(exc, "lineno", None)
+            data.problems.append(
+                finding(
+                    "bundle.json",
+                    f"{policies}: not valid JSON ({exc}); rebuild the bundle.",
+                    file=POLICIES,
+                    line=line,
+                )
+            )
+        else:
+            if isinstance(loaded, dict):
+                data.policies = loaded
+            else:
+                data.problems.append(
+                    finding(
+                        "bundle.json",
+                        f"{policies}: / must be an object; rebuild the bundle.",
+                        file=POLICIES,
+                        pointer="",
+                    )
+                )
+    return data
+
+
+def _check_files(root: Path, manifest: dict[str, Any]) -> list[Finding]:
+    out = []
+    files = manifest.get("files", {})
+    if not isinstance(files, dict):
+        return [
+            finding(
+                "bundle.manifest",
+                f"{root / 'manifest.json'}: /files must be an object.",
+                file="manifest.json",
+                pointer="/files",
+            )
+        ]
+    for rel, digest in sorted(files.items()):
+        path = root / rel
+        if not path.exists():
+            out.append(
+                finding(
+                    "bundle.file-missing",
+                    f"{rel} is listed in manifest.json but missing; restore it or rebuild the bundle.",
+                    file=rel,
+                )
+            )
+        elif sha256_file(path) != digest:
+            out.append(
+                finding(
+                    "bundle.hash-mismatch",
+                    f"{rel} does not match its SHA-256 in manifest.json: the file changed after the build. "
+                    "Rebuild the bundle or restore the file.",
+                    file=rel,
+                )
+            )
+    return out
+
+
+def _resolve_profile(data: BundleData, given: str | Profile | None) -> Profile | None:
+    """The build's profile: the one given, else the manifest's path, else the manifest's profile name."""
+    if isinstance(given, Profile):
+        return given
+    manifest = data.manifest or {}
+    entry = manifest.get("profile")
+    recorded: dict[str, Any] = entry if isinstance(entry, dict) else {}
+    candidates: list[str] = []
+    if given is not None:
+        candidates.append(given)
+    else:
+        if isinstance(recorded.get("path"), str):
+            candidates.append(recorded["path"])
+        if isinstance(recorded.get("name"), str):
+            candidates.append(recorded["name"])
+    errors = []
+    for candidate in candidates:
+        try:
+            profile = load_profile(candidate, data.model)
+        except OrgseedError as exc:
+            errors.append(str(exc))
+            continue
+        if given is None and recorded.get("sha256") and profile.digest != recorded["sha256"]:
+            data.problems.append(
+                finding(
+                    "bundle.profile-changed",
+                    f"The profile {profile.path} differs from the one the bundle was built with "
+                    "(manifest.json /profile/sha256); bounds and time span are checked against the current file. "
+                    "Rebuild the bundle, or pass the original profile with --profile.",
+                    file="manifest.json",
+                    pointer="/profile/sha256",
+                )
+            )
+        return profile
+    detail = f" ({errors[-1]})" if errors else ""
+    data.problems.append(
+        finding(
+            "bundle.profile",
+            f"Cannot load the profile the bundle was built with{detail}. Pass it with --profile PATH.",
+            file="manifest.json",
+            pointer="/profile",
+        )
+    )
+    return None
+
+
+def read_csv_lines(path: Path, rel: str) -> pd.DataFrame:
+    """A CSV as strings (None for empty) with a `_line` column; BundleError names the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{rel}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=rel) from exc
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error) as exc:
+        raise BundleError(f"{rel}:1: expected a header row.", file=rel, line=1) from exc
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    while True:
+        line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise BundleError(f"{rel}:{line}: malformed CSV ({exc}).", file=rel, line=line) from exc
+        if len(row) != len(header):
+            raise BundleError(
+                f"{rel}:{line}: row has {len(row)} cells but the header has {len(header)}; the row is truncated "
+                "or has an unquoted comma. Rebuild the bundle.",
+                file=rel,
+                line=line,
+            )
+        rows.append(row)
+        lines.append(line)
+    frame = pd.DataFrame(rows, columns=header, dtype=object)
+    frame = frame.where(frame != "", None)
+    frame["_line"] = lines
+    return frame

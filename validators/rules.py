@@ -1,0 +1,609 @@
+"""Time and business rules: what must hold between records for the benchmark's answers to mean anything.
+
+Cases: ClosedDate exactly on Closed cases and never before CreatedDate. A case lives from its CreatedDate to
+its ClosedDate (open cases: to the end of the profile's span); its emails, chats and CaseHistory__c rows fall
+inside that lifetime. CaseHistory__c follows CRMArena's semantics (reference/crmarena.md §2.3): one `Case
+Creation` row at CreatedDate; a first `Owner Assignment` with an empty OldValue__c; each transfer's
+OldValue__c is the previous NewValue__c; Case.OwnerId is the last NewValue__c; one `Case Closed` row at
+ClosedDate exactly when the case is Closed; creation and closing rows carry no values. The case's account is
+its contact's and its order's; a chat belongs to its case's customer.
+
+Orders: an order is dated on or before the cases about its items, inside its price book's validity; its
+items are priced from an entry of its own price book (same product, same unit price); there is exactly one
+standard price book and it lists every product; an activated order has items. Every date and datetime falls
+inside the profile's time span.
+
+Values that do not parse (schema findings) and references that do not resolve (integrity findings) are
+skipped here, so one broken cell is not reported again by every rule that reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from schemas.model import OrgModel
+from schemas.profile import Profile
+from validators.findings import Finding, finding
+
+SF_DATETIME = "%Y-%m-%dT%H:%M:%S.%f%z"
+
+
+def _file(sobject: str) -> str:
+    return f"data/{sobject}.csv"
+
+
+def parse_datetimes(col: pd.Series) -> pd.Series:
+    """Salesforce datetimes as naive UTC timestamps; NaT where empty or malformed."""
+    return pd.to_datetime(col, format=SF_DATETIME, errors="coerce", utc=True).dt.tz_localize(None)
+
+
+def parse_dates(col: pd.Series) -> pd.Series:
+    return pd.to_datetime(col, format="%Y-%m-%d", errors="coerce")
+
+
+def _iso(value: Any) -> str:
+    """A timestamp as a date when it is midnight, else as a UTC datetime."""
+    if pd.isna(value):
+        return "(empty)"
+    ts = pd.Timestamp(value)
+    return ts.strftime("%Y-%m-%d") if ts == ts.normalize() else ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Emit:
+    """Collects findings about rows of one frame."""
+
+    def __init__(self) -> None:
+        self.out: list[Finding] = []
+
+    def rows(
+        self,
+        rule: str,
+        frame: pd.DataFrame,
+        sobject: str,
+        field: str | None,
+        message: Callable[[dict[str, Any]], str],
+    ) -> None:
+        if frame.empty:
+            return
+        for r in frame.to_dict("records"):
+            self.out.append(
+                finding(
+                    rule,
+                    message(r),
+                    object=sobject,
+                    record=r.get("Id"),
+                    field=field,
+                    file=_file(sobject),
+                    line=r.get("_line"),
+                )
+            )
+
+
+def check_rules(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile | None) -> list[Finding]:
+    emit = _Emit()
+    span_end = pd.Timestamp(profile.span.end_dt) if profile else None
+    if profile is not None:
+        _time_span(raw, model, profile, emit)
+    if "Case" in raw:
+        cases = _cases(raw["Case"], span_end, emit)
+        if "EmailMessage" in raw:
+            _emails(raw["EmailMessage"], cases, emit)
+        if "LiveChatTranscript" in raw:
+            _chats(raw["LiveChatTranscript"], cases, emit)
+        if "CaseHistory__c" in raw:
+            _history(raw["CaseHistory__c"], cases, emit)
+        _case_customer(raw, cases, emit)
+    _orders(raw, emit)
+    return emit.out
+
+
+# -- time span ----------------------------------------------------------------------------------------------
+
+
+def _time_span(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile, emit: _Emit) -> None:
+    start, end = pd.Timestamp(profile.span.start_dt), pd.Timestamp(profile.span.end_dt)
+    where = (
+        f"{profile.span.start.isoformat()} to {profile.span.end.isoformat()} ([time] of {profile.path.name})"
+    )
+    for spec in model:
+        frame = raw.get(spec.name)
+        if frame is None:
+            continue
+        for f in spec.fields:
+            if f.type not in ("datetime", "date"):
+                continue
+            when = parse_datetimes(frame[f.name]) if f.type == "datetime" else parse_dates(frame[f.name])
+            bad = frame[((when < start) | (when >= end)).to_numpy()]
+
+            def outside(r: dict[str, Any], n: str = f.name, o: str = spec.name) -> str:
+                return f"{o} {r['Id']}: `{n}` is {r[n]}, outside the profile's span {where}."
+
+            emit.rows("rules.time-span", bad, spec.name, f.name, outside)
+
+
+# -- cases ----------------------------------------------------------------------------------------------------
+
+
+def _cases(cases: pd.DataFrame, span_end: pd.Timestamp | None, emit: _Emit) -> pd.DataFrame:
+    c = cases.copy()
+    c["_created"] = parse_datetimes(c["CreatedDate"])
+    c["_closed"] = parse_datetimes(c["ClosedDate"])
+    is_closed = (c["Status"] == "Closed").to_numpy()
+    has_date = c["ClosedDate"].notna().to_numpy()
+    emit.rows(
+        "rules.case-closed-date",
+        c[is_closed & ~has_date],
+        "Case",
+        "ClosedDate",
+        lambda r: f"Case {r['Id']} is Closed but has no ClosedDate; a closed case needs the time it closed.",
+    )
+    emit.rows(
+        "rules.case-closed-date",
+        c[~is_closed & has_date],
+        "Case",
+        "ClosedDate",
+        lambda r: (
+            f"Case {r['Id']} has ClosedDate {r['ClosedDate']} but its Status is `{r['Status']}`; ClosedDate "
+            "belongs only on Closed cases (clear it, or set Status to Closed)."
+        ),
+    )
+    emit.rows(
+        "rules.case-closed-before-created",
+        c[(c["_closed"] < c["_created"]).to_numpy()],
+        "Case",
+        "ClosedDate",
+        lambda r: (
+            f"Case {r['Id']} closes at {r['ClosedDate']}, before it was created at {r['CreatedDate']}; "
+            "ClosedDate must not be earlier than CreatedDate."
+        ),
+    )
+    end = span_end if span_end is not None else pd.Timestamp.max
+    c["_end"] = c["_closed"].where(c["_closed"].notna(), end)
+    c["_closed_flag"] = is_closed
+    return c
+
+
+def _lifetime(row: dict[str, Any]) -> str:
+    until = row["c_ClosedDate"] if row.get("c_ClosedDate") else "the end of the span (still open)"
+    return f"its case {row['c_Id']} lives from {row['c_CreatedDate']} to {until}"
+
+
+def _join_case(frame: pd.DataFrame, key: str, cases: pd.DataFrame) -> pd.DataFrame:
+    c = cases[
+        ["Id", "CreatedDate", "ClosedDate", "_created", "_end", "AccountId", "ContactId"]
+    ].drop_duplicates("Id")
+    c = c.add_prefix("c_")
+    return frame.merge(c, left_on=key, right_on="c_Id", how="inner")
+
+
+def _emails(emails: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
+    e = _join_case(emails, "ParentId", cases)
+    when = parse_datetimes(e["MessageDate"])
+    bad = e[((when < e["c__created"]) | (when > e["c__end"])).to_numpy()]
+    emit.rows(
+        "rules.email-outside-case",
+        bad,
+        "EmailMessage",
+        "MessageDate",
+        lambda r: (
+            f"EmailMessage {r['Id']} is dated {r['MessageDate']}, but {_lifetime(r)}; an email must fall "
+            "inside its case's lifetime."
+        ),
+    )
+
+
+def _chats(chats: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
+    ch = _join_case(chats, "CaseId", cases)
+    start, end = parse_datetimes(ch["StartTime"]), parse_datetimes(ch["EndTime"])
+    early = (start < ch["c__created"]) | (end < ch["c__created"])
+    late = (end > ch["c__end"]) | (start > ch["c__end"])
+    emit.rows(
+        "rules.chat-outside-case",
+        ch[early.to_numpy()],
+        "LiveChatTranscript",
+        "StartTime",
+        lambda r: (
+            f"LiveChatTranscript {r['Id']} runs {r['StartTime']} to {r['EndTime']}, but {_lifetime(r)}; a "
+            "chat cannot start before its case was created."
+        ),
+    )
+    emit.rows(
+        "rules.chat-outside-case",
+        ch[(late & ~early).to_numpy()],
+        "LiveChatTranscript",
+        "EndTime",
+        lambda r: (
+            f"LiveChatTranscript {r['Id']} runs {r['StartTime']} to {r['EndTime']}, but {_lifetime(r)}; a "
+            "chat cannot end after its case closed."
+        ),
+    )
+    s_all, e_all = parse_datetimes(chats["StartTime"]), parse_datetimes(chats["EndTime"])
+    emit.rows(
+        "rules.chat-times",
+        chats[(e_all < s_all).to_numpy()],
+        "LiveChatTranscript",
+        "EndTime",
+        lambda r: (
+            f"LiveChatTranscript {r['Id']} ends at {r['EndTime']}, before it starts at {r['StartTime']}."
+        ),
+    )
+    duration = pd.to_numeric(chats["ChatDuration"], errors="coerce")
+    seconds = (e_all - s_all).dt.total_seconds()
+    wrong = duration.notna() & seconds.notna() & (e_all >= s_all) & (duration != seconds)
+    emit.rows(
+        "rules.chat-times",
+        chats[wrong.to_numpy()].assign(_seconds=seconds[wrong.to_numpy()].astype("int64")),
+        "LiveChatTranscript",
+        "ChatDuration",
+        lambda r: (
+            f"LiveChatTranscript {r['Id']}: ChatDuration is {r['ChatDuration']} but StartTime to EndTime is "
+            f"{r['_seconds']} seconds; they must agree."
+        ),
+    )
+
+
+def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
+    h = _join_case(hist, "CaseId__c", cases)
+    h["_t"] = parse_datetimes(h["CreatedDate"])
+    h = h.sort_values(["CaseId__c", "_t", "_line"], kind="stable")
+    outside = (h["_t"] < h["c__created"]) | (h["_t"] > h["c__end"])
+    emit.rows(
+        "rules.history-outside-case",
+        h[outside.to_numpy()],
+        "CaseHistory__c",
+        "CreatedDate",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} ({r['Field__c']}) is dated {r['CreatedDate']}, but {_lifetime(r)}."
+        ),
+    )
+    field = h["Field__c"]
+    values = h["OldValue__c"].notna() | h["NewValue__c"].notna()
+    emit.rows(
+        "rules.history-values",
+        h[((field == "Case Creation") | (field == "Case Closed")).to_numpy() & values.to_numpy()],
+        "CaseHistory__c",
+        "NewValue__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} is a `{r['Field__c']}` row but carries OldValue__c "
+            f"{r['OldValue__c'] or '(empty)'} / NewValue__c {r['NewValue__c'] or '(empty)'}; only `Owner Assignment` "
+            "rows hold user ids."
+        ),
+    )
+    assign = h[(field == "Owner Assignment").to_numpy()].copy()
+    emit.rows(
+        "rules.history-values",
+        assign[assign["NewValue__c"].isna().to_numpy()],
+        "CaseHistory__c",
+        "NewValue__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} is an `Owner Assignment` of case {r['CaseId__c']} with no NewValue__c; "
+            "it must name the user the case was assigned to."
+        ),
+    )
+    case_rows = cases.drop_duplicates("Id").set_index("Id")
+
+    # Creation rows.
+    creation = h[(field == "Case Creation").to_numpy()].copy()
+    creation["_k"] = creation.groupby("CaseId__c").cumcount()
+    no_creation = cases[~cases["Id"].isin(creation["CaseId__c"]).to_numpy() & cases["Id"].notna().to_numpy()]
+    emit.rows(
+        "rules.history-creation",
+        no_creation,
+        "Case",
+        None,
+        lambda r: (
+            f"Case {r['Id']} has no `Case Creation` row in CaseHistory__c; every case needs one at its "
+            f"CreatedDate ({r['CreatedDate']})."
+        ),
+    )
+    emit.rows(
+        "rules.history-creation",
+        creation[(creation["_k"] > 0).to_numpy()],
+        "CaseHistory__c",
+        "Field__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} is a second `Case Creation` row for case {r['CaseId__c']}; a case is "
+            "created once."
+        ),
+    )
+    first_creation = creation[(creation["_k"] == 0).to_numpy()]
+    emit.rows(
+        "rules.history-creation",
+        first_creation[(first_creation["_t"] != first_creation["c__created"]).to_numpy()],
+        "CaseHistory__c",
+        "CreatedDate",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} (`Case Creation`) is dated {r['CreatedDate']}, but case {r['CaseId__c']} "
+            f"was created at {r['c_CreatedDate']}; they must be equal."
+        ),
+    )
+
+    # Owner assignments: first, chain, last.
+    assign["_k"] = assign.groupby("CaseId__c").cumcount()
+    assign["_prev"] = assign.groupby("CaseId__c")["NewValue__c"].shift(1)
+    no_assign = cases[~cases["Id"].isin(assign["CaseId__c"]).to_numpy() & cases["Id"].notna().to_numpy()]
+    emit.rows(
+        "rules.history-first-assignment",
+        no_assign,
+        "Case",
+        None,
+        lambda r: (
+            f"Case {r['Id']} has no `Owner Assignment` row in CaseHistory__c; its first assignment (to "
+            f"{r['OwnerId']} if it was never transferred) must be recorded."
+        ),
+    )
+    first = assign[(assign["_k"] == 0).to_numpy()]
+    emit.rows(
+        "rules.history-first-assignment",
+        first[first["OldValue__c"].notna().to_numpy()],
+        "CaseHistory__c",
+        "OldValue__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} is the first `Owner Assignment` of case {r['CaseId__c']} but its "
+            f"OldValue__c is {r['OldValue__c']}; a first assignment has an empty OldValue__c."
+        ),
+    )
+    later = assign[(assign["_k"] > 0).to_numpy()]
+    broken = later["OldValue__c"].fillna("") != later["_prev"].fillna("")
+    emit.rows(
+        "rules.history-transfer-chain",
+        later[broken.to_numpy()],
+        "CaseHistory__c",
+        "OldValue__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} transfers case {r['CaseId__c']} from {r['OldValue__c'] or '(empty)'}, "
+            f"but the case was last assigned to {r['_prev'] or '(empty)'}; OldValue__c must be the previous NewValue__c."
+        ),
+    )
+    last = assign.groupby("CaseId__c").tail(1).set_index("CaseId__c")["NewValue__c"]
+    owners = cases.assign(_last=cases["Id"].map(last))
+    mismatch = owners["_last"].notna() & (owners["OwnerId"].fillna("") != owners["_last"].fillna(""))
+    emit.rows(
+        "rules.history-owner",
+        owners[mismatch.to_numpy()],
+        "Case",
+        "OwnerId",
+        lambda r: (
+            f"Case {r['Id']} is owned by {r['OwnerId'] or '(nobody)'}, but its last `Owner Assignment` in "
+            f"CaseHistory__c gives it to {r['_last']}; OwnerId must be the last assignee."
+        ),
+    )
+
+    # Closing rows.
+    closing = h[(field == "Case Closed").to_numpy()].copy()
+    closing["_k"] = closing.groupby("CaseId__c").cumcount()
+    closed_ids = set(case_rows.index[case_rows["Status"] == "Closed"])
+    has_row = cases["Id"].isin(closing["CaseId__c"]).to_numpy()
+    emit.rows(
+        "rules.history-closed",
+        cases[cases["Id"].isin(closed_ids).to_numpy() & ~has_row],
+        "Case",
+        None,
+        lambda r: (
+            f"Case {r['Id']} is Closed but has no `Case Closed` row in CaseHistory__c; add one at its "
+            f"ClosedDate ({r['ClosedDate'] or 'missing'})."
+        ),
+    )
+    not_closed = ~closing["CaseId__c"].isin(closed_ids).to_numpy()
+    emit.rows(
+        "rules.history-closed",
+        closing[not_closed],
+        "CaseHistory__c",
+        "Field__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} closes case {r['CaseId__c']}, which is not Closed; a `Case Closed` row "
+            "exists exactly when the case is Closed."
+        ),
+    )
+    emit.rows(
+        "rules.history-closed",
+        closing[~not_closed & (closing["_k"] > 0).to_numpy()],
+        "CaseHistory__c",
+        "Field__c",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} is a second `Case Closed` row for case {r['CaseId__c']}; a case closes once."
+        ),
+    )
+    closed_at = closing["CaseId__c"].map(case_rows["_closed"]) if len(closing) else closing["_t"]
+    # Only against a ClosedDate that exists (a missing one is rules.case-closed-date).
+    at_wrong_time = (
+        ~not_closed
+        & (closing["_k"] == 0).to_numpy()
+        & closed_at.notna().to_numpy()
+        & (closing["_t"] != closed_at).to_numpy()
+    )
+    emit.rows(
+        "rules.history-closed",
+        closing[at_wrong_time],
+        "CaseHistory__c",
+        "CreatedDate",
+        lambda r: (
+            f"CaseHistory__c {r['Id']} (`Case Closed`) is dated {r['CreatedDate']}, but case {r['CaseId__c']} "
+            f"closed at {r['c_ClosedDate']}; they must be equal."
+        ),
+    )
+
+
+def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emit) -> None:
+    if "Contact" in raw:
+        contacts = raw["Contact"].drop_duplicates("Id").set_index("Id")["AccountId"]
+        c = cases.assign(_contact_account=cases["ContactId"].map(contacts))
+        bad = (
+            c["_contact_account"].notna() & c["AccountId"].notna() & (c["_contact_account"] != c["AccountId"])
+        )
+        emit.rows(
+            "rules.case-customer",
+            c[bad.to_numpy()],
+            "Case",
+            "AccountId",
+            lambda r: (
+                f"Case {r['Id']} belongs to Account {r['AccountId']}, but its contact {r['ContactId']} belongs "
+                f"to Account {r['_contact_account']}; a case's account is its contact's."
+            ),
+        )
+    if "OrderItem" in raw and "Order" in raw:
+        item_order = raw["OrderItem"].drop_duplicates("Id").set_index("Id")["OrderId"]
+        order_acc = raw["Order"].drop_duplicates("Id").set_index("Id")["AccountId"]
+        c = cases.assign(_order=cases["OrderItemId__c"].map(item_order))
+        c["_order_account"] = c["_order"].map(order_acc)
+        bad = c["_order_account"].notna() & c["AccountId"].notna() & (c["_order_account"] != c["AccountId"])
+        emit.rows(
+            "rules.case-customer",
+            c[bad.to_numpy()],
+            "Case",
+            "AccountId",
+            lambda r: (
+                f"Case {r['Id']} belongs to Account {r['AccountId']}, but it is about order item "
+                f"{r['OrderItemId__c']} of Order {r['_order']}, placed by Account {r['_order_account']}; a customer opens "
+                "cases about their own orders."
+            ),
+        )
+        order_date = raw["Order"].drop_duplicates("Id").set_index("Id")["EffectiveDate"]
+        c["_order_date"] = parse_dates(c["_order"].map(order_date))
+        late = c["_order_date"].notna() & (c["_order_date"] > c["_created"].dt.normalize())
+        emit.rows(
+            "rules.order-after-case",
+            c[late.to_numpy()],
+            "Case",
+            "CreatedDate",
+            lambda r: (
+                f"Case {r['Id']} was created at {r['CreatedDate']} about order item {r['OrderItemId__c']}, but "
+                f"its Order {r['_order']} is dated {_iso(r['_order_date'])}; an order is placed on or before the cases "
+                "about it."
+            ),
+        )
+    if "LiveChatTranscript" in raw:
+        ch = _join_case(raw["LiveChatTranscript"], "CaseId", cases)
+        for col in ("AccountId", "ContactId"):
+            bad = ch[col].fillna("") != ch[f"c_{col}"].fillna("")
+
+            def other_customer(r: dict[str, Any], col: str = col) -> str:
+                return (
+                    f"LiveChatTranscript {r['Id']} has {col} {r[col] or '(empty)'}, but its case "
+                    f"{r['CaseId']} has {r['c_' + col] or '(empty)'}; a chat is with its case's customer."
+                )
+
+            emit.rows("rules.chat-customer", ch[bad.to_numpy()], "LiveChatTranscript", col, other_customer)
+
+
+# -- orders and price books ---------------------------------------------------------------------------------
+
+
+def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
+    books = raw.get("Pricebook2")
+    entries = raw.get("PricebookEntry")
+    orders = raw.get("Order")
+    items = raw.get("OrderItem")
+    products = raw.get("Product2")
+    if books is not None:
+        standard = books[(books["IsStandard"] == "true").to_numpy()]
+        if len(standard) == 0:
+            emit.out.append(
+                finding(
+                    "rules.standard-pricebook",
+                    "No Pricebook2 has IsStandard = true; every product needs a list price in the standard price "
+                    "book before any other book can list it.",
+                    object="Pricebook2",
+                    file=_file("Pricebook2"),
+                )
+            )
+        emit.rows(
+            "rules.standard-pricebook",
+            standard.iloc[1:],
+            "Pricebook2",
+            "IsStandard",
+            lambda r: (
+                f"Pricebook2 {r['Id']} is a second standard price book (the first is {standard['Id'].iat[0]}); "
+                "an org has exactly one."
+            ),
+        )
+        if entries is not None and products is not None and len(standard):
+            std_ids = set(standard["Id"])
+            listed = set(entries.loc[entries["Pricebook2Id"].isin(std_ids).to_numpy(), "Product2Id"])
+            emit.rows(
+                "rules.standard-price",
+                products[~products["Id"].isin(listed).to_numpy() & products["Id"].notna().to_numpy()],
+                "Product2",
+                None,
+                lambda r: (
+                    f"Product2 {r['Id']} ({r['Name']}) has no entry in the standard price book; a real org "
+                    "refuses its other entries and order items (STANDARD_PRICE_NOT_DEFINED). Add a standard price."
+                ),
+            )
+    if orders is not None and items is not None:
+        has_items = set(items["OrderId"].dropna())
+        emit.rows(
+            "rules.activated-order-items",
+            orders[(orders["Status"] == "Activated").to_numpy() & ~orders["Id"].isin(has_items).to_numpy()],
+            "Order",
+            "Status",
+            lambda r: (
+                f"Order {r['Id']} is Activated but has no OrderItem; an order is activated only after its "
+                "items exist (add items or set Status to Draft)."
+            ),
+        )
+    if orders is not None and books is not None:
+        b = books.drop_duplicates("Id").set_index("Id")
+        o = orders.assign(
+            _from=parse_datetimes(orders["Pricebook2Id"].map(b["ValidFrom"])).dt.normalize(),
+            _to=parse_datetimes(orders["Pricebook2Id"].map(b["ValidTo"])).dt.normalize(),
+            _date=parse_dates(orders["EffectiveDate"]),
+        )
+        out = (o["_from"].notna() & (o["_date"] < o["_from"])) | (o["_to"].notna() & (o["_date"] > o["_to"]))
+        emit.rows(
+            "rules.order-pricebook-dates",
+            o[out.to_numpy()],
+            "Order",
+            "EffectiveDate",
+            lambda r: (
+                f"Order {r['Id']} is dated {r['EffectiveDate']}, outside the validity of its price book "
+                f"{r['Pricebook2Id']} ({_iso(r['_from'])} to {_iso(r['_to'])})."
+            ),
+        )
+    if items is not None and entries is not None and orders is not None:
+        e = entries.drop_duplicates("Id").set_index("Id")
+        book_of_order = orders.drop_duplicates("Id").set_index("Id")["Pricebook2Id"]
+        it = items.assign(
+            _entry_book=items["PricebookEntryId"].map(e["Pricebook2Id"]),
+            _entry_product=items["PricebookEntryId"].map(e["Product2Id"]),
+            _entry_price=items["PricebookEntryId"].map(e["UnitPrice"]),
+            _order_book=items["OrderId"].map(book_of_order),
+        )
+        resolved = it["_entry_book"].notna() & it["_order_book"].notna()
+        emit.rows(
+            "rules.order-item-pricebook",
+            it[(resolved & (it["_entry_book"] != it["_order_book"])).to_numpy()],
+            "OrderItem",
+            "PricebookEntryId",
+            lambda r: (
+                f"OrderItem {r['Id']} is priced from PricebookEntry {r['PricebookEntryId']} of price book "
+                f"{r['_entry_book']}, but its Order {r['OrderId']} uses price book {r['_order_book']}; use the entry of "
+                "the order's own book (a real org refuses this with FIELD_INTEGRITY_EXCEPTION)."
+            ),
+        )
+        emit.rows(
+            "rules.order-item-product",
+            it[(it["_entry_product"].notna() & (it["_entry_product"] != it["Product2Id"])).to_numpy()],
+            "OrderItem",
+            "Product2Id",
+            lambda r: (
+                f"OrderItem {r['Id']} is for Product2 {r['Product2Id']}, but its PricebookEntry "
+                f"{r['PricebookEntryId']} prices Product2 {r['_entry_product']}; they must be the same product."
+            ),
+        )
+        price = pd.to_numeric(it["UnitPrice"], errors="coerce")
+        listed = pd.to_numeric(it["_entry_price"], errors="coerce")
+        differs = price.notna() & listed.notna() & ((price - listed).abs() > 0.005)
+        emit.rows(
+            "rules.order-item-price",
+            it[differs.to_numpy()],
+            "OrderItem",
+            "UnitPrice",
+            lambda r: (
+                f"OrderItem {r['Id']} has UnitPrice {r['UnitPrice']}, but its PricebookEntry "
+                f"{r['PricebookEntryId']} lists {r['_entry_price']}; items are priced from their entry."
+            ),
+        )

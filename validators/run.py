@@ -1,0 +1,94 @@
+"""Validate a whole bundle: read it, run every check, collect every finding, write the report.
+
+No check stops at the first problem, and a broken input only skips the checks that need it (the report's
+`skipped` says which). `reports/validation.json` holds every finding; `Report.exit_code` is 0 when there are
+no errors, 1 when there are, 2 when the bundle itself cannot be read or trusted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from orgs.bundle import Bundle
+from schemas.model import OrgModel
+from schemas.profile import Profile
+from validators.findings import Finding, Report, Severity, drop_covered
+from validators.integrity import check_integrity
+from validators.load import LATENT_OBJECTS, POLICIES, BundleData, load_bundle
+from validators.rules import check_rules
+from validators.schema import check_schema
+from validators.text import check_text
+
+REPORT_PATH = "reports/validation.json"
+
+CHECKS: tuple[tuple[str, Callable[[BundleData], list[Finding]]], ...] = (
+    ("schema", lambda d: check_schema(d.raw, d.model)),
+    ("integrity", lambda d: check_integrity(d.raw, d.model, d.profile)),
+    ("rules", lambda d: check_rules(d.raw, d.model, d.profile)),
+    ("text", check_text),
+)
+
+_RANK = {s: i for i, s in enumerate(Severity)}
+
+
+def _order(f: Finding) -> tuple[object, ...]:
+    return (
+        _RANK[f.severity],
+        f.file or "",
+        f.line or 0,
+        f.pointer or "",
+        f.field or "",
+        f.rule,
+        f.record or "",
+    )
+
+
+def validate_bundle(
+    root: Path | str, profile: str | Profile | None = None, model: OrgModel | None = None
+) -> Report:
+    """Every finding about the bundle at `root` (checked against `profile`, default: the build's)."""
+    started = time.perf_counter()
+    data = load_bundle(root, profile, model)
+    report = Report(bundle=str(root), timings={"load": round(time.perf_counter() - started, 4)})
+    findings = list(data.problems)
+    if data.manifest is None:
+        report.skipped.append("every check: the bundle has no readable manifest")
+    else:
+        for name, check in CHECKS:
+            t = time.perf_counter()
+            findings.extend(check(data))
+            report.timings[name] = round(time.perf_counter() - t, 4)
+        report.skipped.extend(_skipped(data))
+    unique = list(dict.fromkeys(findings))
+    report.findings = sorted(drop_covered(unique), key=_order)
+    report.records = data.records
+    report.objects = {name: len(frame) for name, frame in data.raw.items()}
+    report.timings["total"] = round(time.perf_counter() - started, 4)
+    return report
+
+
+def _skipped(data: BundleData) -> list[str]:
+    out = [
+        f"{spec.name}: data/{spec.name}.csv is unreadable, so no check could read it"
+        for spec in data.model
+        if spec.name not in data.raw
+    ]
+    if data.profile is None:
+        out.append("integrity.cardinality and rules.time-span: no profile to take bounds and the span from")
+    missing = [f"latent/{name}.csv" for name in LATENT_OBJECTS if name not in data.latent]
+    if data.policies is None:
+        missing.append(POLICIES)
+    if missing:
+        out.append(f"the latent content checks that read {', '.join(missing)}: missing or unreadable")
+    return out
+
+
+def write_report(report: Report, root: Path | str | None = None) -> Path | None:
+    """Write `reports/validation.json` into the bundle; nothing when the folder is not a bundle."""
+    bundle = Bundle(root if root is not None else report.bundle)
+    if not bundle.manifest_path.exists():
+        return None
+    bundle.write_json(REPORT_PATH, report.to_json())
+    return bundle.path(REPORT_PATH)

@@ -1,0 +1,511 @@
+"""Free text: present, whole, not near-duplicated, and saying what the latent world says it says.
+
+- `FREE_TEXT` declares the written fields: each must be non-blank and not look cut off (an ellipsis or a
+  dangling comma, colon, dash or bracket at the end; an unclosed bracket; exactly the field's length limit;
+  fields that hold prose must end like a sentence).
+- `NEAR_DUPLICATE_SCOPE` declares the fields checked for near-duplicates: a pair is reported when the exact
+  Jaccard similarity of their word-3-shingle sets is at least 0.5 (`schemas.textsim`, shared with the
+  generator). EmailMessage bodies are out of scope on purpose:
+  agents legitimately reuse macros.
+- Content tied to the latent world (`latent/`):
+  - a case's subject or description names its product (Case.OrderItemId__c → OrderItem.Product2Id →
+    Product2.Name);
+  - a policy article (latent `_kind` = issue_policy) states, for every remedy its issue's policy allows
+    (`latent/world/policies.json`), the remedy's canonical phrase with its window in days;
+  - a case's latent violation label agrees with the policy (a violation offers a remedy the issue's policy
+    does not allow, or one past its window; a clean offer is an allowed remedy within its window);
+  - the labelled offer is written in the labelled channel (chat agent lines start with
+    `<Agent Full Name> (Agent): `; agent emails have Incoming = false) with the remedy's canonical phrase;
+  - a case labelled clean makes no offer its policy forbids (a mention of the case's own issue name, as in
+    "who handles loyalty points not redeemed cases", is not an offer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pandas as pd
+
+from schemas import textsim
+from schemas.model import OrgModel
+from validators.findings import Finding, finding, show
+from validators.load import POLICIES, BundleData
+
+
+@dataclass(frozen=True)
+class FreeText:
+    sobject: str
+    field: str
+    prose: bool  # ends like a sentence (. ! ?), optionally followed by a closing quote or bracket
+
+
+FREE_TEXT: tuple[FreeText, ...] = (
+    FreeText("Case", "Subject", prose=False),
+    FreeText("Case", "Description", prose=False),  # may end with a sign-off name
+    FreeText("EmailMessage", "Subject", prose=False),
+    FreeText("EmailMessage", "TextBody", prose=False),  # may end with a signature
+    FreeText("LiveChatTranscript", "Body", prose=True),
+    FreeText("Knowledge__kav", "Title", prose=False),
+    FreeText("Knowledge__kav", "Summary", prose=True),
+    FreeText("Knowledge__kav", "FAQ_Answer__c", prose=True),
+    FreeText("Product2", "Name", prose=False),
+    FreeText("Product2", "Description", prose=True),
+    FreeText("ProductCategory", "Description", prose=True),
+    FreeText("Issue__c", "Name", prose=False),
+    FreeText("Issue__c", "Description__c", prose=True),
+    FreeText("Pricebook2", "Description", prose=True),
+)
+
+NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
+    ("Case", "Description"),
+    ("LiveChatTranscript", "Body"),
+    ("Knowledge__kav", "FAQ_Answer__c"),
+    ("Product2", "Description"),
+)
+NEAR_DUPLICATE_THRESHOLD = 0.5
+SHINGLE_WORDS = 3
+
+_WORD = re.compile(r"\w+")
+_DANGLING = (",", ";", ":", "-", "–", "—", "(", "[", "{", "/", "&", "\\")
+_ELLIPSIS = ("...", "…")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+_SPEAKER = re.compile(r"^([^:\n]{1,120}): ")
+_AGENT_SUFFIX = " (Agent)"
+
+
+def _file(sobject: str) -> str:
+    return f"data/{sobject}.csv"
+
+
+def check_text(data: BundleData) -> list[Finding]:
+    out: list[Finding] = []
+    out.extend(_presence(data.raw, data.model))
+    out.extend(near_duplicates(data.raw))
+    out.extend(_products(data.raw))
+    out.extend(_policies(data))
+    out.extend(_offers(data))
+    return out
+
+
+# -- present and whole --------------------------------------------------------------------------------------
+
+
+def truncation(text: str, limit: int | None, prose: bool) -> str | None:
+    """Why `text` looks cut off, or None."""
+    body = text.rstrip()
+    if limit is not None and len(text) == limit:
+        return f"it is exactly {limit} characters long, the field's limit"
+    if body.endswith(_ELLIPSIS):
+        return "it ends with an ellipsis"
+    if body.endswith(_DANGLING):
+        return f"it ends with `{body[-1]}`"
+    for opening, closing in (("(", ")"), ("[", "]")):
+        if body.count(opening) > body.count(closing):
+            return f"a `{opening}` is never closed"
+    if prose and not _SENTENCE_END.search(body):
+        return f"it ends mid-sentence ({show(body[-30:])})"
+    return None
+
+
+def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
+    out = []
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None:
+            continue
+        limit = model.get(spec.sobject).field(spec.field).length
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            name = f"{spec.sobject} {rid}: `{spec.field}`"
+            if text is None or not str(text).strip():
+                out.append(
+                    finding(
+                        "text.empty",
+                        f"{name} is empty; every {spec.sobject} needs this text (rerun the writer for it).",
+                        object=spec.sobject,
+                        record=rid,
+                        field=spec.field,
+                        file=_file(spec.sobject),
+                        line=line,
+                    )
+                )
+                continue
+            why = truncation(str(text), limit, spec.prose)
+            if why:
+                out.append(
+                    finding(
+                        "text.truncated",
+                        f"{name} looks cut off: {why}. Regenerate the text whole.",
+                        object=spec.sobject,
+                        record=rid,
+                        field=spec.field,
+                        file=_file(spec.sobject),
+                        line=line,
+                    )
+                )
+    return out
+
+
+# -- near-duplicates ------------------------------------------------------------------------------------------
+
+
+def shingles(text: str, k: int = SHINGLE_WORDS) -> set[str]:
+    """Word k-shingles of the lower-cased text (a shorter text is one shingle)."""
+    return set(textsim.shingles(text, k))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return textsim.jaccard(frozenset(a), frozenset(b)) if (a or b) else 0.0
+
+
+def near_duplicate_pairs(texts: list[str | None]) -> list[tuple[int, int, float]]:
+    """(i, j, similarity) for i < j whose word-3-shingle Jaccard similarity is at least the threshold.
+
+    The definition (and the search) is `schemas.textsim`, the same one the generator uses when it rewrites
+    near-duplicates, so a bundle orgseed generated never fails this check and any other near-duplicate does.
+    """
+    return textsim.near_duplicates(texts, NEAR_DUPLICATE_THRESHOLD)
+
+
+def near_duplicates(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    out = []
+    for sobject, field in NEAR_DUPLICATE_SCOPE:
+        frame = raw.get(sobject)
+        if frame is None:
+            continue
+        texts = frame[field].tolist()
+        ids = frame["Id"].tolist()
+        lines = frame["_line"].tolist()
+        for i, j, sim in near_duplicate_pairs(texts):
+            out.append(
+                finding(
+                    "text.near-duplicate",
+                    f"{sobject} {ids[j]}: `{field}` is a near-duplicate of {sobject} {ids[i]}'s (line {lines[i]}): "
+                    f"Jaccard similarity {sim:.2f} of word 3-shingles, threshold {NEAR_DUPLICATE_THRESHOLD}. "
+                    f"It reads {show(texts[j], 60)}. Rewrite one of them.",
+                    object=sobject,
+                    record=ids[j],
+                    field=field,
+                    file=_file(sobject),
+                    line=lines[j],
+                    related=[ids[i]],
+                )
+            )
+    return out
+
+
+# -- cases name their products ------------------------------------------------------------------------------
+
+
+def _products(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    if not all(o in raw for o in ("Case", "OrderItem", "Product2")):
+        return []
+    item_product = raw["OrderItem"].drop_duplicates("Id").set_index("Id")["Product2Id"]
+    names = raw["Product2"].drop_duplicates("Id").set_index("Id")["Name"]
+    cases = raw["Case"]
+    product = cases["OrderItemId__c"].map(item_product)
+    name = product.map(names)
+    out = []
+    for rid, line, subject, desc, pid, pname in zip(
+        cases["Id"], cases["_line"], cases["Subject"], cases["Description"], product, name, strict=True
+    ):
+        if not isinstance(pname, str) or not (subject or desc):
+            continue  # unresolved references and empty texts are reported by their own rules
+        text = f"{subject or ''}\n{desc or ''}".lower()
+        if pname.lower() not in text:
+            out.append(
+                finding(
+                    "text.product-missing",
+                    f"Case {rid} is about Product2 {pid} ({pname!r}), but neither its Subject nor its Description names "
+                    "it; a case's text must name its product so the task answers can be found.",
+                    object="Case",
+                    record=rid,
+                    field="Description",
+                    file=_file("Case"),
+                    line=line,
+                )
+            )
+    return out
+
+
+# -- policies -----------------------------------------------------------------------------------------------
+
+
+def _phrases(data: BundleData) -> tuple[dict[str, str], list[Finding]]:
+    """remedy → canonical phrase, and findings for policies naming remedies without one."""
+    policies = data.policies or {}
+    remedies = policies.get("remedies", {}) if isinstance(policies.get("remedies"), dict) else {}
+    phrases = {
+        k: str(v["phrase"])
+        for k, v in remedies.items()
+        if isinstance(v, dict) and isinstance(v.get("phrase"), str)
+    }
+    out = []
+    issues = policies.get("issues", {}) if isinstance(policies.get("issues"), dict) else {}
+    for key, issue in sorted(issues.items()):
+        for remedy in (issue or {}).get("remedies", {}):
+            if remedy not in phrases:
+                out.append(
+                    finding(
+                        "text.policy-unknown-remedy",
+                        f"The `{key}` policy allows remedy `{remedy}`, which has no canonical phrase under /remedies; "
+                        "add it there (or fix the remedy's name), so texts can state and offer it.",
+                        file=POLICIES,
+                        pointer=f"/issues/{key}/remedies/{remedy}",
+                    )
+                )
+    return phrases, out
+
+
+def _policy_of(data: BundleData, issue: str) -> dict[str, int] | None:
+    issues = (data.policies or {}).get("issues", {})
+    policy = issues.get(issue) if isinstance(issues, dict) else None
+    if not isinstance(policy, dict) or not isinstance(policy.get("remedies"), dict):
+        return None
+    return {str(k): int(v) for k, v in policy["remedies"].items()}
+
+
+def _states_window(body: str, phrase: str, window: int) -> bool:
+    days = re.compile(rf"\b{window}(?:\s|-)?days?\b", re.IGNORECASE)
+    for line in body.splitlines():
+        for sentence in re.split(r"(?<=[.!?])\s+", line):
+            if phrase.lower() in sentence.lower() and days.search(sentence):
+                return True
+    return False
+
+
+def _policies(data: BundleData) -> list[Finding]:
+    if data.policies is None:
+        return []
+    phrases, out = _phrases(data)
+    latent = data.latent.get("Knowledge__kav")
+    articles = data.raw.get("Knowledge__kav")
+    if latent is None or articles is None:
+        return out
+    body = articles.drop_duplicates("Id").set_index("Id")
+    for rid, kind, issue in zip(latent["Id"], latent["_kind"], latent["_subject"], strict=True):
+        if kind != "issue_policy" or rid not in body.index:
+            continue
+        row = body.loc[rid]
+        text = row["FAQ_Answer__c"]
+        if not isinstance(text, str):
+            continue  # text.empty
+        policy = _policy_of(data, str(issue))
+        if policy is None:
+            out.append(
+                finding(
+                    "text.policy-window",
+                    f"Knowledge__kav {rid} is a policy article for issue `{issue}`, but {POLICIES} has no policy "
+                    f"for it (/issues/{issue}); the article's windows cannot be checked.",
+                    object="Knowledge__kav",
+                    record=rid,
+                    field="FAQ_Answer__c",
+                    file=_file("Knowledge__kav"),
+                    line=row["_line"],
+                )
+            )
+            continue
+        for remedy, window in policy.items():
+            phrase = phrases.get(remedy)
+            if phrase is None:
+                continue  # text.policy-unknown-remedy
+            if not _states_window(text, phrase, window):
+                out.append(
+                    finding(
+                        "text.policy-window",
+                        f"Knowledge__kav {rid} (the `{issue}` policy) does not state that a {phrase!r} can be offered "
+                        f"within {window} days of purchase; expected a sentence naming {phrase!r} and '{window} days'.",
+                        object="Knowledge__kav",
+                        record=rid,
+                        field="FAQ_Answer__c",
+                        file=_file("Knowledge__kav"),
+                        line=row["_line"],
+                    )
+                )
+    return out
+
+
+# -- offers and violations ------------------------------------------------------------------------------------
+
+
+def agent_lines(body: str) -> str:
+    """The agent's part of a chat transcript: lines spoken by `<Name> (Agent)` and their continuations."""
+    out: list[str] = []
+    agent = False
+    for line in body.splitlines():
+        m = _SPEAKER.match(line)
+        if m:
+            agent = m.group(1).endswith(_AGENT_SUFFIX)
+            line = line[m.end() :]
+        if agent:
+            out.append(line)
+    return "\n".join(out)
+
+
+def offered(text: str, phrases: dict[str, str], issue_name: str | None) -> list[str]:
+    """Remedies whose canonical phrase the text uses (ignoring mentions of the case's issue name)."""
+    lowered = text.lower()
+    if issue_name:
+        lowered = lowered.replace(issue_name.lower(), " ")
+    return [r for r, p in sorted(phrases.items()) if p.lower() in lowered and _phrase_re(p).search(lowered)]
+
+
+@cache
+def _phrase_re(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(phrase.lower())}\b")
+
+
+@dataclass
+class _Message:
+    sobject: str
+    id: str
+    line: int
+    channel: str  # chat | email
+    text: str  # the agent's words
+    offer: bool  # latent: the message meant to carry the offer (emails), or the chat
+
+
+def _allowed(remedy: str, days: int, policy: dict[str, int]) -> bool:
+    return remedy in policy and days <= policy[remedy]
+
+
+def _policy_text(policy: dict[str, int], phrases: dict[str, str]) -> str:
+    return ", ".join(f"{phrases.get(r, r)} ({w} days)" for r, w in policy.items()) or "nothing"
+
+
+def _offers(data: BundleData) -> list[Finding]:
+    latent = data.latent.get("Case")
+    if latent is None or data.policies is None or not data.has("Case", "Issue__c"):
+        return []
+    phrases, _ = _phrases(data)
+    issue_key: dict[str, str] = {}
+    if "Issue__c" in data.latent:
+        issue_key = dict(
+            zip(data.latent["Issue__c"]["Id"], data.latent["Issue__c"]["_issue_key"], strict=True)
+        )
+    issue_name = dict(zip(data.raw["Issue__c"]["Id"], data.raw["Issue__c"]["Name"], strict=True))
+    cases = {r["Id"]: r for r in data.raw["Case"][["Id", "IssueId__c", "_line"]].to_dict("records")}
+    messages = _messages(data)
+    out: list[Finding] = []
+    for row in latent.to_dict("records"):
+        cid = row["Id"]
+        case = cases.get(cid)
+        if case is None:
+            continue
+        issue = issue_key.get(case["IssueId__c"])
+        policy = _policy_of(data, issue) if issue else None
+        if policy is None:
+            continue
+        channel = row.get("_offer_channel") or "none"
+        remedy = row.get("_offer_remedy") or "none"
+        violation = row.get("_violation") == "true"
+        try:
+            days = int(row.get("_days_since_purchase") or 0)
+        except ValueError:
+            continue
+        where = dict(object="Case", record=cid, file="latent/Case.csv", line=row["_line"])
+        # The label against the policy.
+        if violation and (remedy == "none" or channel == "none" or _allowed(remedy, days, policy)):
+            out.append(
+                finding(
+                    "text.violation-label",
+                    f"Case {cid} is labelled a violation (`_violation` = true), but offering "
+                    f"{phrases.get(remedy, remedy)!r} by {channel} {days} days after purchase is allowed by the `{issue}` "
+                    f"policy ({_policy_text(policy, phrases)}).",
+                    field="_violation",
+                    **where,
+                )
+            )
+        if not violation and remedy != "none" and not _allowed(remedy, days, policy):
+            out.append(
+                finding(
+                    "text.violation-label",
+                    f"Case {cid} is labelled clean (`_violation` = false), but it offers {phrases.get(remedy, remedy)!r} "
+                    f"{days} days after purchase, which the `{issue}` policy does not allow ({_policy_text(policy, phrases)}).",
+                    field="_violation",
+                    **where,
+                )
+            )
+        case_messages = messages.get(cid, [])
+        name = issue_name.get(case["IssueId__c"])
+        # The labelled offer is written in its channel.
+        if remedy != "none" and channel in ("chat", "email") and remedy in phrases:
+            carriers = [m for m in case_messages if m.channel == channel]
+            if not any(remedy in offered(m.text, phrases, name) for m in carriers):
+                target = next((m for m in carriers if m.offer), None)
+                loc: dict[str, Any] = (
+                    dict(
+                        object=target.sobject,
+                        record=target.id,
+                        field=_text_field(target),
+                        file=_file(target.sobject),
+                        line=target.line,
+                    )
+                    if target
+                    else dict(object="Case", record=cid, file=_file("Case"), line=case["_line"])
+                )
+                label = "violating" if violation else "clean"
+                out.append(
+                    finding(
+                        "text.offer-missing",
+                        f"Case {cid} is labelled with a {label} offer of {phrases[remedy]!r} in its {channel}, but no "
+                        f"agent {'line' if channel == 'chat' else 'email'} of the case uses that phrase"
+                        f"{' (searched ' + ', '.join(m.id for m in carriers) + ')' if carriers else ' (the case has no ' + channel + ')'}.",
+                        **loc,
+                    )
+                )
+        # A case labelled clean makes no forbidden offer.
+        if not violation:
+            for m in case_messages:
+                bad = [r for r in offered(m.text, phrases, name) if not _allowed(r, days, policy)]
+                for r in bad:
+                    out.append(
+                        finding(
+                            "text.unlabelled-violation",
+                            f"Case {cid} is labelled clean, but the agent offers {phrases[r]!r} in {m.sobject} {m.id}, "
+                            f"{days} days after purchase; the `{issue}` policy allows {_policy_text(policy, phrases)}. "
+                            "Either the text or the label is wrong.",
+                            object=m.sobject,
+                            record=m.id,
+                            field=_text_field(m),
+                            file=_file(m.sobject),
+                            line=m.line,
+                        )
+                    )
+    return out
+
+
+def _text_field(m: _Message) -> str:
+    return "Body" if m.sobject == "LiveChatTranscript" else "TextBody"
+
+
+def _messages(data: BundleData) -> dict[str, list[_Message]]:
+    """Every agent-written message of every case: chat agent lines and outgoing emails."""
+    by_case: dict[str, list[_Message]] = defaultdict(list)
+    chats = data.raw.get("LiveChatTranscript")
+    if chats is not None:
+        for rid, line, case, body in zip(
+            chats["Id"], chats["_line"], chats["CaseId"], chats["Body"], strict=True
+        ):
+            if isinstance(case, str) and isinstance(body, str):
+                by_case[case].append(
+                    _Message("LiveChatTranscript", rid, line, "chat", agent_lines(body), True)
+                )
+    emails = data.raw.get("EmailMessage")
+    if emails is not None:
+        kinds: dict[str, str] = {}
+        latent = data.latent.get("EmailMessage")
+        if latent is not None and "_kind" in latent.columns:
+            kinds = dict(zip(latent["Id"], latent["_kind"], strict=True))
+        outgoing = emails[(emails["Incoming"] == "false").to_numpy()]
+        for rid, line, case, body in zip(
+            outgoing["Id"], outgoing["_line"], outgoing["ParentId"], outgoing["TextBody"], strict=True
+        ):
+            if isinstance(case, str) and isinstance(body, str):
+                by_case[case].append(
+                    _Message("EmailMessage", rid, line, "email", body, kinds.get(rid) == "agent_offer")
+                )
+    return by_case

@@ -114,26 +114,61 @@ class ResponseCache:
             return None
         return CachedResponse(row[0], row[1], row[2], int(row[3]), int(row[4]))
 
-    def put(self, key: str, model: str, kind: str, template: str, response: CachedResponse) -> None:
-        self._retry(
-            lambda c: c.execute(
-                "INSERT OR REPLACE INTO responses "
-                "(key, model, kind, template, content, refusal, finish_reason, prompt_tokens, completion_tokens, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    kind,
-                    template,
-                    response.content,
-                    response.refusal,
-                    response.finish_reason,
-                    response.prompt_tokens,
-                    response.completion_tokens,
-                    time.time(),
-                ),
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
+        """The cached answers among `keys` (one query per 500 keys)."""
+        out: dict[str, CachedResponse] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._retry(
+                lambda c, chunk=chunk, marks=marks: c.execute(
+                    "SELECT key, content, refusal, finish_reason, prompt_tokens, completion_tokens "
+                    f"FROM responses WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
             )
-        )
+            for row in rows:
+                out[row[0]] = CachedResponse(row[1], row[2], row[3], int(row[4]), int(row[5]))
+        return out
+
+    def put(self, key: str, model: str, kind: str, template: str, response: CachedResponse) -> None:
+        self.put_many([(key, model, kind, template, response)])
+
+    def put_many(self, entries: list[tuple[str, str, str, str, CachedResponse]]) -> None:
+        """Store answers in one transaction: (key, model, kind, template, response) each."""
+        if not entries:
+            return
+        now = time.time()
+        rows = [
+            (
+                key,
+                model,
+                kind,
+                template,
+                r.content,
+                r.refusal,
+                r.finish_reason,
+                r.prompt_tokens,
+                r.completion_tokens,
+                now,
+            )
+            for key, model, kind, template, r in entries
+        ]
+
+        def write(c: sqlite3.Connection) -> None:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.executemany(
+                    "INSERT OR REPLACE INTO responses (key, model, kind, template, content, refusal, "
+                    "finish_reason, prompt_tokens, completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+
+        self._retry(write)
 
     def count(self) -> int:
         return int(self._retry(lambda c: c.execute("SELECT COUNT(*) FROM responses").fetchone())[0])

@@ -179,25 +179,40 @@ class StallBreaker:
 
 
 async def first_of(tasks: set[asyncio.Task[Any]], breaker: StallBreaker) -> None:
-    """Wait for every task; stop early (cancelling the rest) when one fails or the breaker trips."""
-    waiter = asyncio.ensure_future(breaker.tripped.wait())
-    pending = set(tasks)
+    """Wait for every task; stop early (cancelling the rest) when one fails or the breaker trips.
+
+    Done-callbacks count the tasks, so waiting on thousands of them costs O(n), not O(n) per completion.
+    """
+    if not tasks:
+        return
+    settled = asyncio.Event()
+    remaining = len(tasks)
+    failures: list[BaseException] = []
+
+    def on_done(t: asyncio.Task[Any]) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if not t.cancelled() and t.exception() is not None:  # retrieving it marks it handled
+            failures.append(t.exception())  # type: ignore[arg-type]
+            settled.set()
+        elif remaining == 0:
+            settled.set()
+
+    for t in tasks:
+        t.add_done_callback(on_done)
+    watchers = {asyncio.ensure_future(settled.wait()), asyncio.ensure_future(breaker.tripped.wait())}
     try:
-        while pending:
-            done, pending = await asyncio.wait(pending | {waiter}, return_when=asyncio.FIRST_COMPLETED)
-            tripped = waiter in done
-            done.discard(waiter)
-            pending.discard(waiter)
-            failure: BaseException | None = None
-            for t in done:  # retrieve every outcome, so none is reported as "never retrieved"
-                if not t.cancelled() and t.exception() is not None and failure is None:
-                    failure = t.exception()
-            if tripped or failure is not None:
-                for t in pending:
-                    t.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
-                breaker.raise_if_tripped()
-                assert failure is not None
-                raise failure
+        await asyncio.wait(watchers, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        failures.append(asyncio.CancelledError())
+        raise
     finally:
-        waiter.cancel()
+        for w in watchers:
+            w.cancel()
+        if failures or breaker.error is not None:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    breaker.raise_if_tripped()
+    if failures:
+        raise failures[0]

@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from flows import writer as writers
+from flows.writer import check_writer_options
 from generator.pipeline import (
     WORK_DIR,
     Executor,
@@ -30,7 +32,9 @@ from generator.pipeline import (
     generate,
     make_context,
     run_shard_sync,
+    set_writer_factory,
 )
+from generator.text.writers import make_writer
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest
 from schemas.errors import UsageError
@@ -39,6 +43,8 @@ from schemas.profile import load_profile
 
 ENGINES = ("prefect", "local")
 RUNNERS = ("threads", "dask")
+# Worker processes import this module to run shard tasks, so they build the same writer as the parent.
+set_writer_factory(make_writer)
 
 
 @dataclass
@@ -53,6 +59,17 @@ class BuildOptions:
     engine: str = "prefect"
     runner: str = "threads"
     dask_address: str | None = None
+    # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
+    model: str | None = None
+    base_url: str | None = None
+    cache: str | None = None
+    no_cache: bool = False
+    concurrency: int = 8
+    rpm: int | None = None
+    tpm: int | None = None
+    dry_run: bool = False
+    fallback: str | None = None
+    max_stall_seconds: float = 120.0
 
     def output(self) -> Path:
         if self.out:
@@ -90,8 +107,7 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
-    if opts.writer != "offline":
-        raise UsageError(f"Unknown --writer `{opts.writer}`; available: offline.")
+    check_writer_options(opts)
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -161,13 +177,17 @@ async def build_bundle(
     root = opts.output()
     bundle = Bundle.prepare(root, opts.force)
     run = RunSpec(
-        profile=str(profile.path.resolve()), seed=opts.seed, scale=float(opts.scale), writer=opts.writer
+        profile=str(profile.path.resolve()),
+        seed=opts.seed,
+        scale=float(opts.scale),
+        writer=opts.writer,
+        writer_options=writers.run_options(opts, root),
     )
     manifest = new_manifest(
         {"name": profile.name, "path": str(profile.path), "sha256": profile.digest},
         opts.seed,
         float(opts.scale),
-        {"name": opts.writer},
+        writers.manifest_entry(opts),
         model,
     )
     manifest["build"] = {
@@ -188,10 +208,21 @@ async def build_bundle(
 
     ctx = make_context(run, model)
     t_gen = time.perf_counter()
-    result: GenerationResult = await generate(
-        root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
-    )
+    try:
+        result: GenerationResult = await generate(
+            root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
+        )
+    finally:
+        usage = writers.write_usage_report(bundle, opts)  # also when a writer failed: it lists why
     generation_seconds = time.perf_counter() - t_gen
+    if usage is not None:
+        report, rel, digest = usage
+        files[rel] = digest
+        manifest["writer"].update(failed=report["failed_records"], filled=report["filled_by_offline"])
+        manifest["llm_usage"] = {
+            "report": rel,
+            **{k: report["totals"].get(k) for k in writers.MANIFEST_TOTALS},
+        }
     for rel, payload in world_tables(result.ctx.world).items():
         entry = (
             bundle.write_frame(f"latent/{rel}", payload)

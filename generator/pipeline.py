@@ -135,9 +135,9 @@ def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
     writer = _WRITERS.get(key)
     if writer is None:
         if _writer_factory is None:
-            from generator.text.offline import OfflineWriter
+            from generator.text.writers import make_writer
 
-            writer = OfflineWriter(run.seed, ctx.profile.company.name)
+            writer = make_writer(run, ctx.profile)
         else:
             writer = _writer_factory(run, ctx.profile)
         _WRITERS[key] = writer
@@ -282,8 +282,16 @@ async def generate(
             result.timings[name] = time.perf_counter() - t0
             progress.on_object_done(name, len(frame), result.timings[name])
     finally:
+        await close_writer(ctx, run)
         forget_context(root, run)
     return result
+
+
+async def close_writer(ctx: BuildContext, run: RunSpec) -> None:
+    """Release the writer this process made for `ctx` (clients, threads, cache connections)."""
+    writer = _WRITERS.pop((str(id(ctx)), run.key()), None)
+    if writer is not None:
+        await writer.aclose()
 
 
 def dump_context(ctx: BuildContext, path: Path) -> None:

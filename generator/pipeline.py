@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import pickle
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ def shard_slice(n: int, shard: int, shards: int) -> range:
 _CONTEXTS: dict[tuple[str, tuple[Any, ...]], BuildContext] = {}
 _TEXT_REQUESTS: dict[tuple[str, str], list[TextRequest]] = {}
 _WRITERS: dict[tuple[str, tuple[Any, ...]], TextWriter] = {}
+_WRITERS_LOCK = threading.Lock()
 WriterFactory = Callable[[RunSpec, Profile], TextWriter]
 _writer_factory: WriterFactory | None = None
 
@@ -131,16 +133,18 @@ def context_for(job: ShardJob) -> BuildContext:
 
 
 def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
+    """The process's writer for this run; shard threads share one (so they share its limits and cache)."""
     key = (str(id(ctx)), run.key())
-    writer = _WRITERS.get(key)
-    if writer is None:
-        if _writer_factory is None:
-            from generator.text.writers import make_writer
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(key)
+        if writer is None:
+            if _writer_factory is None:
+                from generator.text.writers import make_writer
 
-            writer = make_writer(run, ctx.profile)
-        else:
-            writer = _writer_factory(run, ctx.profile)
-        _WRITERS[key] = writer
+                writer = make_writer(run, ctx.profile)
+            else:
+                writer = _writer_factory(run, ctx.profile)
+            _WRITERS[key] = writer
     return writer
 
 

@@ -31,6 +31,8 @@ _DATE_RE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_SUFFIX_RE = re.compile(r"(?:(?<=[.?!])\s+|^)(Return only\b.*)$", re.DOTALL)
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
 _DROP_PREFIXES = ("no, ", "yes, ", "they run ", "about ", "orders over ")
 
 
@@ -52,6 +54,17 @@ def preserved_tokens(text: str) -> list[str]:
             out.append(tok)
     out.extend(m.group(0) for m in _DATE_RE.finditer(text))
     return list(dict.fromkeys(out))
+
+
+def answer_suffix(text: str) -> str | None:
+    """The fixed answer-format instruction that ends a task query ("Return only the Id of ..."), if any."""
+    m = _SUFFIX_RE.search(text.strip())
+    return m.group(1) if m else None
+
+
+def tokens(text: str) -> set[str]:
+    """Lower-cased alphanumeric words, as a catalog search matches them."""
+    return {t.lower() for t in _TOKEN.findall(str(text))}
 
 
 def answer_snippet(answer: str) -> str:
@@ -112,14 +125,15 @@ def rules_for(kind: TextKind, facts: Mapping[str, Any], phrases: Mapping[str, st
     if kind is TextKind.PARAPHRASE:
         text = str(facts["text"])
         keep = [str(k) for k in facts.get("keep", [])]
-        suffix = facts.get("suffix")
+        suffix = facts.get("suffix") or answer_suffix(text)
         return {
             "original": text,
             "keep": list(dict.fromkeys([*keep, *preserved_tokens(text)])),
             "suffix": str(suffix) if suffix else None,
         }
     if kind is TextKind.PRODUCT_MENTION:
-        return {"target": str(facts["product"]), "others": [str(o) for o in facts.get("others", [])]}
+        target = facts.get("product") or facts["name"]
+        return {"target": str(target), "others": [str(o) for o in facts.get("others", [])]}
     raise ValueError(f"no rules for text kind {kind!r}")
 
 
@@ -266,21 +280,25 @@ def chat_lines(body: str) -> list[str]:
 
 
 def _check_chat(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
+    """Speaker lines only (a transcript header before the first one is allowed), offers as the facts say."""
     cp, ap = str(rules["customer_prefix"]), str(rules["agent_prefix"])
     lines = chat_lines(r["body"])
+    first = next((i for i, line in enumerate(lines) if line.startswith((cp, ap))), len(lines))
+    header, talk = lines[:first], lines[first:]
     out = []
-    bad = [line for line in lines if not (line.startswith(cp) or line.startswith(ap))]
+    bad = [line for line in talk if not line.startswith((cp, ap))]
     if bad:
         out.append(
             f"Every line must start with `{cp}` or `{ap}`; {len(bad)} line(s) do not, e.g. `{bad[0][:60]}`."
         )
-    agent = [line[len(ap) :] for line in lines if line.startswith(ap)]
+    agent = [line[len(ap) :] for line in talk if line.startswith(ap)]
     if not agent:
         out.append(f"The chat has no agent line (lines starting with `{ap}`).")
-    if not any(line.startswith(cp) for line in lines):
+    if not any(line.startswith(cp) for line in talk):
         out.append(f"The chat has no customer line (lines starting with `{cp}`).")
     out += _mentions(rules, str(r["body"]), "The chat")
-    out += _agent_phrase_problems("\n".join(agent), "The agent's lines", rules.get("offer"), rules["phrases"])
+    spoken_by_agent = "\n".join([*header, *agent])
+    out += _agent_phrase_problems(spoken_by_agent, "The agent's lines", rules.get("offer"), rules["phrases"])
     return out
 
 
@@ -292,19 +310,19 @@ def _check_paraphrase(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[st
     suffix = rules.get("suffix")
     if suffix and not text.rstrip().endswith(str(suffix).rstrip()):
         out.append(f"The paraphrase must end with this text, unchanged: `{suffix}`.")
-    if norm(text) == norm(rules["original"]):
-        out.append("The paraphrase must reword the original, not repeat it.")
     return out
 
 
 def _check_mention(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
+    """The search term's words must all be in the target's name and not all in any other purchase's name."""
     term = str(r["search_term"]).strip()
+    words = tokens(term)
     out = []
     if not str(r["mention"]).strip():
         out.append("The mention is empty.")
-    if not term or not contains(rules["target"], term):
-        out.append(f"The search term `{term}` must be part of the product name `{rules['target']}`.")
-    clash = [o for o in rules.get("others", []) if term and contains(o, term)]
+    if not words or not words <= tokens(rules["target"]):
+        out.append(f"The search term `{term}` must use only words of the product name `{rules['target']}`.")
+    clash = [o for o in rules.get("others", []) if words and words <= tokens(o)]
     if clash:
         out.append(
             f"The search term `{term}` also matches the customer's other purchase `{clash[0]}`; "

@@ -42,7 +42,7 @@ from jsonschema import Draft202012Validator
 from generator.rng import derive_seed
 from generator.text.base import OUTPUT_SCHEMAS, TextKind, TextRequest, TextWriter
 from generator.text.cache import CachedResponse, ResponseCache, default_cache_path, request_key
-from generator.text.checks import check, dedup_text
+from generator.text.checks import check, dedup_text, norm
 from generator.text.dedup import NearDuplicates
 from generator.text.limits import AdaptiveGate, StallBreaker, backoff, first_of, retry_after_seconds
 from generator.text.offline import OfflineWriter
@@ -294,6 +294,8 @@ def verify(
     if problems:
         return None, problems
     found = check(kind, rules, value)
+    if kind is TextKind.PARAPHRASE and norm(str(value["text"])) == norm(str(rules["original"])):
+        found.append("The paraphrase must reword the original, not repeat it.")  # a writer's duty, not a fact
     return (value, []) if not found else (None, found)
 
 

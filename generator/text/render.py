@@ -365,7 +365,7 @@ def _paraphrase(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) 
 
 def _mention(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) -> dict[str, Any]:
     return {
-        "product": f["product"],
+        "product": rules["target"],
         "category": f.get("category", ""),
         "noun": f.get("noun", ""),
         "others": _quoted(list(rules["others"])),

@@ -415,7 +415,8 @@ def _chat(facts: dict[str, Any], rules: dict[str, Any], rng: random.Random) -> s
 
 
 def _mention(facts: dict[str, Any], rules: dict[str, Any]) -> dict[str, str]:
-    target, others = rules["target"], [o.lower() for o in rules["others"]]
+    target = rules["target"]
+    others = [set(o.lower().split()) for o in rules["others"]]
     words = target.split()
     term = next((w for w in words if not any(w.lower() in o for o in others)), target)
     return {"mention": f"my {str(facts.get('noun', words[-1])).lower()}", "search_term": term}

@@ -123,6 +123,10 @@ def test_chat_offer_present_exactly_when_the_facts_say(small_requests: dict, env
     assert check(TextKind.CHAT, rules, {"body": asks}) == []
     unprefixed = good + "\nAgent: bye"
     assert any("Every line must start" in p for p in check(TextKind.CHAT, rules, {"body": unprefixed}))
+    # A transcript header before the first speaker line is fine, but it may not carry an offer either.
+    header = f"Chat started 2024-01-02 10:00 UTC via Web Chat\n{good}"
+    assert check(TextKind.CHAT, rules, {"body": header}) == []
+    assert any(other in p for p in check(TextKind.CHAT, rules, {"body": f"Offer: {other}\n{good}"}))
     confess = good + f"\n{ap}This violates policy, sorry."
     assert any("policy violation" in p for p in check(TextKind.CHAT, rules, {"body": confess}))
 
@@ -197,9 +201,7 @@ def test_paraphrase_keeps_ids_dates_and_suffix() -> None:
         "Return only the Id of the agent."
     )
     assert check(TextKind.PARAPHRASE, rules, {"text": good}) == []
-    assert check(TextKind.PARAPHRASE, rules, {"text": text}) == [
-        "The paraphrase must reword the original, not repeat it."
-    ]
+    assert check(TextKind.PARAPHRASE, rules, {"text": text}) == []  # faithful; rewording is the writer's duty
     lower_id = good.replace("500Ws00001yYVOnIAO", "500ws00001yyvonia0")
     assert "The paraphrase must keep `500Ws00001yYVOnIAO` exactly as written." in check(
         TextKind.PARAPHRASE, rules, {"text": lower_id}
@@ -228,7 +230,27 @@ def test_product_mention_points_to_exactly_one_purchase() -> None:
     ambiguous = check(TextKind.PRODUCT_MENTION, rules, {"mention": "my trunks", "search_term": "Swim Trunks"})
     assert ambiguous and "Nova Swim Trunks" in ambiguous[0]
     absent = check(TextKind.PRODUCT_MENTION, rules, {"mention": "my trunks", "search_term": "Board Shorts"})
-    assert absent and "must be part of the product name" in absent[0]
+    assert absent and "must use only words of the product name" in absent[0]
+    # Words, not substrings: "Swim Velocity" still finds only the target; "Swim" alone does not.
+    assert check(TextKind.PRODUCT_MENTION, rules, {"mention": "x", "search_term": "swim velocity"}) == []
+    assert check(TextKind.PRODUCT_MENTION, rules, {"mention": "x", "search_term": "Swim"})
+    # The task builders name the product `name`.
+    named = rules_for(TextKind.PRODUCT_MENTION, {**facts, "name": facts.pop("product")}, {})
+    assert named == rules
+
+
+def test_paraphrase_finds_the_answer_format_suffix_itself() -> None:
+    text = (
+        "Which issue was reported most for this product in the past 3 months? The associated product Id is "
+        "01tWs00001AbCdEFGH. Return only the Id of the most reported issue (an Issue__c Id), or None if there "
+        "were no cases."
+    )
+    rules = rules_for(TextKind.PARAPHRASE, {"text": text, "task": "top_issue_identification"}, {})
+    assert rules["suffix"] == (
+        "Return only the Id of the most reported issue (an Issue__c Id), or None if there were no cases."
+    )
+    assert rules["keep"] == ["01tWs00001AbCdEFGH"]
+    assert rules_for(TextKind.PARAPHRASE, {"text": "What is the return window?"}, {})["suffix"] is None
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,15 @@ def test_paraphrases_and_product_mentions(llm_writer: WriterFactory, env: Prompt
     out = run(writer.write(TextKind.PARAPHRASE, para))
     assert_verified(TextKind.PARAPHRASE, para, out, env)
     assert all(o["text"] != r.facts["text"] for o, r in zip(out, para, strict=True))
+    from generator.text.checks import rules_for as rules
+    from generator.text.llm import verify
+
+    same = verify(
+        TextKind.PARAPHRASE,
+        rules(TextKind.PARAPHRASE, para[0].facts, {}),
+        _reply({"text": para[0].facts["text"]}),
+    )
+    assert same == (None, ["The paraphrase must reword the original, not repeat it."])
     mentions = [
         TextRequest(
             TextKind.PRODUCT_MENTION,
@@ -89,6 +98,14 @@ def test_paraphrases_and_product_mentions(llm_writer: WriterFactory, env: Prompt
     ]
     out = run(writer.write(TextKind.PRODUCT_MENTION, mentions))
     assert_verified(TextKind.PRODUCT_MENTION, mentions, out, env)
+
+
+def _reply(value: dict[str, Any]) -> Any:
+    import json
+
+    from generator.text.cache import CachedResponse
+
+    return CachedResponse(json.dumps(value), None, "stop", 1, 1)
 
 
 def test_identical_rerun_sends_nothing(

@@ -361,7 +361,7 @@ class _Engine:
         self.rng = random.Random()
         self.watchdog = asyncio.ensure_future(self.breaker.watch())
         self.unsaved: list[tuple[str, str, str, str, CachedResponse]] = []
-        self.flusher = asyncio.ensure_future(self._flush_every(0.05))
+        self.flusher = asyncio.ensure_future(self._flush_every(0.2))
         self.client: Any = None
         if not s.dry_run:
             from openai import AsyncOpenAI
@@ -547,13 +547,29 @@ class LLMWriter(TextWriter):
         self.usage.add(kind.value, records=len(recs))
         try:
             known = await self._prefetch(kind, requests)
-            await first_of({asyncio.ensure_future(self._solve(kind, r, 0, known)) for r in recs}, e.breaker)
+            # Records start a few at a time (twice the concurrency), so preparing the whole batch does not
+            # delay the first requests and preparation overlaps with the network.
+            admit = asyncio.Semaphore(max(16, 2 * self.settings.concurrency))
+            await first_of(
+                {asyncio.ensure_future(self._admitted(admit, kind, r, 0, known)) for r in recs}, e.breaker
+            )
             if not self.settings.dry_run:
                 await self._deduplicate(kind, recs)
             return self._finish(kind, recs)
         finally:
             await e.flush()
             self._save_usage()
+
+    async def _admitted(
+        self,
+        admit: asyncio.Semaphore,
+        kind: TextKind,
+        rec: _Record,
+        variant: int,
+        known: Mapping[str, CachedResponse | None] | None = None,
+    ) -> None:
+        async with admit:
+            await self._solve(kind, rec, variant, known)
 
     async def _prefetch(
         self, kind: TextKind, requests: list[TextRequest]
@@ -576,7 +592,7 @@ class LLMWriter(TextWriter):
         return {k: found.get(k) for k in keys}
 
     async def _deduplicate(self, kind: TextKind, recs: list[_Record]) -> None:
-        if kind not in DEDUP_KINDS:
+        if kind not in DEDUP_KINDS or self.settings.dedup_rounds <= 0:
             return
         for variant in range(1, self.settings.dedup_rounds + 2):
             texts = [dedup_text(kind, r.result) if r.result is not None else None for r in recs]

@@ -29,6 +29,7 @@ from generator.pipeline import (
     Progress,
     RunSpec,
     ShardJob,
+    close_writer,
     generate,
     make_context,
     run_shard_sync,
@@ -213,6 +214,7 @@ async def build_bundle(
             root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
         )
     finally:
+        await close_writer(ctx, run)  # the last text is written: flush the cache, stop the writer's thread
         usage = writers.write_usage_report(bundle, opts)  # also when a writer failed: it lists why
     generation_seconds = time.perf_counter() - t_gen
     if usage is not None:

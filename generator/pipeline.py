@@ -286,13 +286,15 @@ async def generate(
             result.timings[name] = time.perf_counter() - t0
             progress.on_object_done(name, len(frame), result.timings[name])
     finally:
-        await close_writer(ctx, run)
         forget_context(root, run)
     return result
 
 
 async def close_writer(ctx: BuildContext, run: RunSpec) -> None:
-    """Release the writer this process made for `ctx` (clients, threads, cache connections)."""
+    """Release the writer this process made for `ctx` (clients, threads, cache connections).
+
+    Call it when the run needs no more text (after generation and anything else that writes, such as tasks).
+    """
     writer = _WRITERS.pop((str(id(ctx)), run.key()), None)
     if writer is not None:
         await writer.aclose()

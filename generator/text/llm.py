@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 import os
 import random
@@ -204,6 +205,23 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return dict(strip(copy.deepcopy(dict(schema))))
 
 
+_DIGESTS: dict[int, tuple[list[dict[str, str]], str]] = {}
+
+
+def messages_digest(messages: list[dict[str, str]]) -> str:
+    """SHA-256 of the canonical JSON of a message list, remembered for the last lists seen (a request's
+    key is computed for several response formats and again when the answer is stored)."""
+    hit = _DIGESTS.get(id(messages))
+    if hit is not None and hit[0] is messages:
+        return hit[1]
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(_DIGESTS) > 4096:
+        _DIGESTS.clear()
+    _DIGESTS[id(messages)] = (messages, digest)
+    return digest
+
+
 def max_tokens_for(kind: TextKind, facts: Mapping[str, Any]) -> int:
     base = {
         TextKind.PRODUCT: 400,
@@ -271,6 +289,7 @@ def coerce(kind: TextKind, value: Any) -> Any:
 
 
 _VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in OUTPUT_SCHEMAS.items()}
+_STRICT_SCHEMAS = {kind: strict_schema(schema) for kind, schema in OUTPUT_SCHEMAS.items()}  # read-only
 
 
 def verify(
@@ -706,7 +725,7 @@ class LLMWriter(TextWriter):
                 "type": "json_schema",
                 "json_schema": {
                     "name": f"orgseed_{kind.value}",
-                    "schema": strict_schema(OUTPUT_SCHEMAS[kind]),
+                    "schema": _STRICT_SCHEMAS[kind],
                     "strict": True,
                 },
             }
@@ -719,7 +738,9 @@ class LLMWriter(TextWriter):
         return params
 
     def _key(self, template: str, params: Mapping[str, Any]) -> str:
-        return request_key({"endpoint": self.endpoint, "template": template, "request": params})
+        """The cache key of a request: its messages enter as their own digest (computed once per list)."""
+        request = {**params, "messages": messages_digest(params["messages"])}
+        return request_key({"endpoint": self.endpoint, "template": template, "request": request})
 
     async def _complete(
         self,

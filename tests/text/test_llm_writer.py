@@ -248,7 +248,7 @@ def test_sustained_rate_limiting_ends_within_the_stall_limit(
     with pytest.raises(LLMStalled) as info:
         run(writer.write(TextKind.CASE, some(small_requests, TextKind.CASE, 20)))
     elapsed = time.monotonic() - t0
-    assert 1.5 <= elapsed < 3.0
+    assert 1.5 <= elapsed < 4.0  # the limit, plus a watchdog tick and a loaded machine
     message = str(info.value)
     assert "429" in message and "--max-stall-seconds" in message and "--concurrency" in message
     assert writer.usage.errors["rate_limited"] >= 1

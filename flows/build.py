@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from flows import writer as writers
+from flows.writer import check_writer_options
 from generator.pipeline import (
     WORK_DIR,
     Executor,
@@ -24,10 +27,13 @@ from generator.pipeline import (
     LocalExecutor,
     Progress,
     RunSpec,
+    close_writer,
     generate,
     make_context,
+    set_writer_factory,
     writer_for,
 )
+from generator.text.writers import make_writer
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
 from schemas.errors import Terminal, UsageError
@@ -38,6 +44,8 @@ from validators.run import REPORT_PATH, validate_bundle, write_report
 
 ENGINES = ("prefect", "local")
 RUNNERS = ("threads", "dask")
+# Worker processes import this module to run shard tasks, so they build the same writer as the parent.
+set_writer_factory(make_writer)
 
 
 @dataclass
@@ -54,6 +62,17 @@ class BuildOptions:
     dask_address: str | None = None
     per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
     answer_format: str = "scalar"
+    # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
+    model: str | None = None
+    base_url: str | None = None
+    cache: str | None = None
+    no_cache: bool = False
+    concurrency: int = 8
+    rpm: int | None = None
+    tpm: int | None = None
+    dry_run: bool = False
+    fallback: str | None = None
+    max_stall_seconds: float = 120.0
 
     def output(self) -> Path:
         if self.out:
@@ -95,8 +114,7 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--per-task must be 0 (no task instances) or more (got {opts.per_task}).")
     if opts.answer_format not in ("scalar", "list"):
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
-    if opts.writer != "offline":
-        raise UsageError(f"Unknown --writer `{opts.writer}`; available: offline.")
+    check_writer_options(opts)
 
 
 class TaskCheckFailed(Terminal):
@@ -127,6 +145,7 @@ async def make_tasks(
         "per_task": per_task,
         "answer_format": answer_format,
         "instances": len(task_set.instances),
+        "text_requests": task_set.text_requests,
         "verified": True,
         "stats": task_set.stats(),
         "files": files,
@@ -217,7 +236,11 @@ async def build_bundle(
     root = opts.output()
     bundle = Bundle.prepare(root, opts.force)
     run = RunSpec(
-        profile=str(profile.path.resolve()), seed=opts.seed, scale=float(opts.scale), writer=opts.writer
+        profile=str(profile.path.resolve()),
+        seed=opts.seed,
+        scale=float(opts.scale),
+        writer=opts.writer,
+        writer_options=writers.run_options(opts, root),
     )
     manifest = new_manifest(
         {
@@ -230,7 +253,7 @@ async def build_bundle(
         },
         opts.seed,
         float(opts.scale),
-        {"name": opts.writer},
+        writers.manifest_entry(opts),
         model,
     )
     manifest["build"] = {
@@ -251,42 +274,61 @@ async def build_bundle(
 
     ctx = make_context(run, model, profile)
     t_gen = time.perf_counter()
-    result: GenerationResult = await generate(
-        root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
-    )
-    generation_seconds = time.perf_counter() - t_gen
-    for rel, payload in world_tables(result.ctx.world).items():
-        entry = (
-            bundle.write_frame(f"latent/{rel}", payload)
-            if isinstance(payload, pd.DataFrame)
-            else bundle.write_json(f"latent/{rel}", payload)
-        )
-        files[entry.path] = entry.sha256
-    shutil.rmtree(root / WORK_DIR, ignore_errors=True)
-    steps = {f"generate.{k}": round(v, 4) for k, v in result.timings.items()}
-    manifest.update(
-        objects={name: objects[name] for name in model.names},
-        files=dict(sorted(files.items())),
-        data_sha256=data_digest(files),
-        counts={name: objects[name]["rows"] for name in model.names},
-        text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
-    )
-    manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
-    bundle.write_manifest(manifest)
-    validation = validate_step(root, profile, model, manifest)
-    if not validation.ok:
-        manifest["status"] = "invalid"
-        manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
-        bundle.write_manifest(manifest)
-        raise ValidationFailed(validation, str(root / REPORT_PATH))
-    t_tasks = time.perf_counter()
-    writer = writer_for(run, result.ctx)
-    per_task = opts.per_task if opts.per_task is not None else profile.per_task
+    steps: dict[str, float] = {}
     task_info: dict[str, Any] | None = None
-    if per_task > 0:
-        task_info = await make_tasks(root, opts.seed, per_task, writer, opts.answer_format, model)
-        steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
-        files.update(task_info.pop("files"))
+    try:
+        result: GenerationResult = await generate(
+            root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
+        )
+        generation_seconds = time.perf_counter() - t_gen
+        for rel, payload in world_tables(result.ctx.world).items():
+            entry = (
+                bundle.write_frame(f"latent/{rel}", payload)
+                if isinstance(payload, pd.DataFrame)
+                else bundle.write_json(f"latent/{rel}", payload)
+            )
+            files[entry.path] = entry.sha256
+        shutil.rmtree(root / WORK_DIR, ignore_errors=True)
+        steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
+        manifest.update(
+            objects={name: objects[name] for name in model.names},
+            files=dict(sorted(files.items())),
+            data_sha256=data_digest(files),
+            counts={name: objects[name]["rows"] for name in model.names},
+            text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
+        )
+        manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
+        bundle.write_manifest(manifest)
+        validation = validate_step(root, profile, model, manifest)
+        if not validation.ok:
+            manifest["status"] = "invalid"
+            raise ValidationFailed(validation, str(root / REPORT_PATH))
+        t_tasks = time.perf_counter()
+        per_task = opts.per_task if opts.per_task is not None else profile.per_task
+        if per_task > 0:
+            task_info = await make_tasks(
+                root, opts.seed, per_task, writer_for(run, result.ctx), opts.answer_format, model
+            )
+            steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
+            files.update(task_info.pop("files"))
+    finally:
+        # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
+        # cache and report usage, also when the build failed (the report lists why).
+        await close_writer(ctx, run)
+        usage = writers.write_usage_report(bundle, opts)
+        if usage is not None:
+            report, rel, digest = usage
+            files[rel] = digest
+            manifest["writer"].update(failed=report["failed_records"], filled=report["filled_by_offline"])
+            manifest["llm_usage"] = {
+                "report": rel,
+                **{k: report["totals"].get(k) for k in writers.MANIFEST_TOTALS},
+            }
+        if manifest["status"] != "complete":
+            manifest.setdefault("timings", {})["total_seconds"] = round(time.perf_counter() - t_start, 3)
+            if manifest["status"] == "in_progress" and sys.exc_info()[0] is not None:
+                manifest["status"] = "failed"
+            bundle.write_manifest(manifest)
     manifest.update(status="complete", files=dict(sorted(files.items())), tasks=task_info)
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)

@@ -54,7 +54,44 @@ def build(
     ] = None,
     shards: Annotated[int, typer.Option(help="Split each object's work into this many parallel tasks.")] = 1,
     force: Annotated[bool, typer.Option(help="Replace the contents of a non-empty output folder.")] = False,
-    writer: Annotated[str, typer.Option(help="Text writer: offline (default).")] = "offline",
+    writer: Annotated[
+        str,
+        typer.Option(
+            help="Text writer: offline (default; no network) or openai (any OpenAI-compatible endpoint)."
+        ),
+    ] = "offline",
+    model: Annotated[str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.")] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="LLM writer: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default OpenAI)."
+        ),
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="LLM writer: the response cache file (default $ORGSEED_CACHE_DIR or ~/.cache/orgseed)."
+        ),
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="LLM writer: neither read nor write the response cache.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(help="LLM writer: requests in flight at most.")] = 8,
+    rpm: Annotated[int | None, typer.Option(help="LLM writer: requests per minute at most.")] = None,
+    tpm: Annotated[int | None, typer.Option(help="LLM writer: tokens per minute at most.")] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="LLM writer: estimate requests, tokens and cost; send nothing, write nothing."
+        ),
+    ] = False,
+    fallback: Annotated[
+        str | None,
+        typer.Option(help="LLM writer: `offline` fills texts that fail verification (else the build fails)."),
+    ] = None,
+    max_stall_seconds: Annotated[
+        float, typer.Option(help="LLM writer: fail when no request has succeeded for this long.")
+    ] = 120.0,
     no_prefect: Annotated[
         bool, typer.Option("--no-prefect", help="Run in-process without Prefect (no API server start-up).")
     ] = False,
@@ -93,7 +130,20 @@ def build(
         dask_address=dask_address,
         per_task=per_task,
         answer_format=answer_format,
+        model=model,
+        base_url=base_url,
+        cache=str(cache) if cache else None,
+        no_cache=no_cache,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        dry_run=dry_run,
+        fallback=fallback,
+        max_stall_seconds=max_stall_seconds,
     )
+    if dry_run:
+        _dry_run(opts)
+        return
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -137,12 +187,73 @@ def build(
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
         f"(generation {report.generation_seconds:.2f} s, {report.records / max(report.generation_seconds, 1e-9):,.0f} records/s)"
     )
+    usage = m.get("llm_usage")
+    if usage:
+        cost = (
+            "unknown (model not in the price table)"
+            if usage["cost_usd"] is None
+            else f"${usage['cost_usd']:.4f}"
+        )
+        out.print(
+            f"LLM {m['writer']['model']}: {usage['requests']:,} requests, {usage['cache_hits']:,} cache hits, "
+            f"{usage['prompt_tokens']:,} + {usage['completion_tokens']:,} tokens, cost {cost}; "
+            f"{m['writer'].get('filled', 0)} texts filled offline · {usage['report']}"
+        )
     checked = m.get("validation", {})
     if checked:
         out.print(
             f"validated: {checked['errors']} errors, {checked['warnings']} warnings in "
             f"{checked['seconds']:.2f} s (details in {checked['report']})"
         )
+
+
+def _dry_run(opts: Any) -> None:
+    from flows.build import check_options
+    from flows.writer import estimate_build
+
+    try:
+        check_options(opts)
+        with err.status("estimating (nothing is sent)"):
+            report = estimate_build(opts)
+    except OrgseedError as exc:
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
+    table = Table(title=f"orgseed dry run: {opts.model} (nothing sent)", title_justify="left")
+    for col in ("text kind", "records", "cached", "to send", "input tokens", "output tokens", "cost (USD)"):
+        table.add_column(col, justify="left" if col == "text kind" else "right", no_wrap=col == "text kind")
+
+    def money(v: Any) -> str:
+        return "?" if v is None else f"{v:.4f}"
+
+    for mrep in report["models"].values():
+        for kind, row in mrep["kinds"].items():
+            table.add_row(
+                kind,
+                f"{row['records']:,}",
+                f"{row['cache_hits']:,}",
+                f"{row['estimated_requests']:,}",
+                f"{row['estimated_prompt_tokens']:,}",
+                f"{row['estimated_completion_tokens']:,}",
+                money(row.get("estimated_cost_usd")),
+            )
+    t = report["totals"]
+    table.add_row(
+        "[bold]total",
+        f"[bold]{t['records']:,}",
+        f"[bold]{t['cache_hits']:,}",
+        f"[bold]{t['estimated_requests']:,}",
+        f"[bold]{t['estimated_prompt_tokens']:,}",
+        f"[bold]{t['estimated_completion_tokens']:,}",
+        f"[bold]{money(t.get('estimated_cost_usd'))}",
+    )
+    out.print(table)
+    out.print(
+        "Estimates: input tokens ≈ characters/4 of the rendered prompts; output tokens ≈ 1.5× the offline "
+        "texts; retries, repairs and rewrites of near-duplicates are not included. Prices: "
+        f"{report['prices']}."
+    )
+    if report.get("note"):
+        out.print(report["note"])
 
 
 @app.command()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ def shard_slice(n: int, shard: int, shards: int) -> range:
 _CONTEXTS: dict[tuple[str, tuple[Any, ...]], BuildContext] = {}
 _TEXT_REQUESTS: dict[tuple[str, str], list[TextRequest]] = {}
 _WRITERS: dict[tuple[str, tuple[Any, ...]], TextWriter] = {}
+_WRITERS_LOCK = threading.Lock()
 WriterFactory = Callable[[RunSpec, Profile], TextWriter]
 _writer_factory: WriterFactory | None = None
 
@@ -131,16 +133,18 @@ def context_for(job: ShardJob) -> BuildContext:
 
 
 def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
+    """The process's writer for this run; shard threads share one (so they share its limits and cache)."""
     key = (str(id(ctx)), run.key())
-    writer = _WRITERS.get(key)
-    if writer is None:
-        if _writer_factory is None:
-            from generator.text.offline import OfflineWriter
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(key)
+        if writer is None:
+            if _writer_factory is None:
+                from generator.text.writers import make_writer
 
-            writer = OfflineWriter(run.seed, ctx.profile.company.name)
-        else:
-            writer = _writer_factory(run, ctx.profile)
-        _WRITERS[key] = writer
+                writer = make_writer(run, ctx.profile)
+            else:
+                writer = _writer_factory(run, ctx.profile)
+            _WRITERS[key] = writer
     return writer
 
 
@@ -341,3 +345,13 @@ async def _regenerate_near_duplicates(
             "the writer cannot produce enough variety for this volume. Lower the scale or add vocabulary."
         )
     return frame, len(attempts)
+
+
+async def close_writer(ctx: BuildContext, run: RunSpec) -> None:
+    """Release the writer this process made for `ctx` (clients, threads, cache connections).
+
+    Call it when the run needs no more text (after generation and anything else that writes, such as tasks).
+    """
+    writer = _WRITERS.pop((str(id(ctx)), run.key()), None)
+    if writer is not None:
+        await writer.aclose()

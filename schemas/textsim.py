@@ -140,6 +140,8 @@ class NearDuplicateIndex:
                 ii, jj = np.triu_indices(size, k=1)
                 cand_i.append(members[ii])
                 cand_j.append(members[jj])
+        if not cand_i:
+            return []
         ci, cj = np.concatenate(cand_i), np.concatenate(cand_j)
         if not len(ci):
             return []

@@ -89,10 +89,24 @@ def solve(
     return sol.answer
 
 
+class CountingWriter(TextWriter):
+    """Counts the requests the task builders send to the run's writer (reported in the manifest)."""
+
+    def __init__(self, inner: TextWriter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.requests: dict[str, int] = {}
+
+    async def write(self, kind: TextKind, requests: Any) -> list[dict[str, Any]]:
+        self.requests[kind.value] = self.requests.get(kind.value, 0) + len(requests)
+        return await self.inner.write(kind, requests)
+
+
 @dataclass
 class TaskSet:
     instances: list[Instance]
     per_task: int
+    text_requests: dict[str, int]
 
     def stats(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -145,6 +159,8 @@ async def build_tasks(
     def rng(task: str) -> random.Random:
         return random.Random(derive_seed(seed, "tasks", task))
 
+    counting = CountingWriter(writer)
+    writer = counting
     drafts_ncr = await draft_new_cases(data, rng("case_routing.drafts"), per_task * 2, writer)
     drafts_ned = await ned_drafts(data, rng("ned.drafts"), per_task * 8, writer)
     samplers = {
@@ -172,7 +188,7 @@ async def build_tasks(
         instances += fill(task, per_task, NONE_SHARE.get(task, 0.0), rng(task), samplers[task])
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
-    return TaskSet(instances, per_task)
+    return TaskSet(instances, per_task, dict(counting.requests))
 
 
 async def _paraphrase(instances: list[Instance], writer: TextWriter) -> None:

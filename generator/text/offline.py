@@ -9,6 +9,7 @@ uses the remedy's canonical phrase (which is how violations are detected).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
@@ -436,11 +437,20 @@ class OfflineWriter(TextWriter):
         return {"text": str(f["text"])}
 
     def _mention(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
-        noun = str(f["noun"])
+        """A casual mention of the product and a search term that names it and none of the customer's other
+        purchases (`others`): the last words of its noun, its noun, or its whole name, whichever is first."""
+        noun, name = str(f["noun"]), str(f.get("name") or f["noun"])
         words = noun.split()
-        term = noun if len(words) <= 2 else " ".join(words[-2:])
+        others = [{w.lower() for w in re.findall(r"[A-Za-z0-9]+", str(o))} for o in f.get("others", [])]
+        term = name
+        for candidate in [" ".join(words[-2:]), noun, name]:
+            toks = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", candidate)}
+            if toks and not any(toks <= other for other in others):
+                term = candidate
+                break
         adjective = rng.choice(["", "new ", "comfy ", "favourite ", "", "nice "])
-        return {"mention": f"{adjective}{noun.lower()}".strip(), "search_term": term}
+        shown = noun if term != name else name
+        return {"mention": f"{adjective}{shown.lower()}".strip(), "search_term": term}
 
 
 _RENDERERS = {

@@ -61,3 +61,8 @@ def test_results_do_not_depend_on_hash_randomisation() -> None:
         for s in ("1", "2")
     }
     assert len(outs) == 1
+
+
+def test_texts_without_any_shared_band_have_no_pairs() -> None:
+    texts = [f"alpha{i} beta{i} gamma{i} delta{i} epsilon{i}" for i in range(5)]
+    assert near_duplicates(texts) == []

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from orgs.local.engine import LocalOrg
     from orgs.local.serve import LocalServer
 
-__all__ = ["LocalOrg", "LocalServer", "connect", "disconnect"]
+__all__ = ["LocalOrg", "LocalServer", "connect", "disconnect", "server_for"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
         from orgs.local.engine import LocalOrg
 
         return LocalOrg
-    if name in ("LocalServer", "connect", "disconnect"):
+    if name in ("LocalServer", "connect", "disconnect", "server_for"):
         from orgs.local import serve
 
         return getattr(serve, name)

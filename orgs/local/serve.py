@@ -175,6 +175,10 @@ class LocalServer:
         return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
     def cert_path(self) -> Path | None:
         return self.certificate.cert if self.certificate else None
 
@@ -313,16 +317,21 @@ _SERVERS: dict[tuple[str, date | None], LocalServer] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def connect(bundle: Path | str, *, today: date | None = None, version: str = API_VERSION) -> Any:
-    """A ready `simple_salesforce.Salesforce` for `bundle`, served from a background thread of this
-    process (started on first use on a free loopback port, reused afterwards, stopped at exit)."""
+def server_for(bundle: Path | str, *, today: date | None = None) -> LocalServer:
+    """The background HTTPS server of this process for `bundle` (started on a free loopback port on first
+    use, reused afterwards, stopped at interpreter exit or by `disconnect`)."""
     key = (str(Path(bundle).resolve()), today)
     with _REGISTRY_LOCK:
         server = _SERVERS.get(key)
-        if server is None or server._thread is None or not server._thread.is_alive():
+        if server is None or not server.running:
             server = LocalServer(bundle, today=today).start()
             _SERVERS[key] = server
-    return server.client(version)
+    return server
+
+
+def connect(bundle: Path | str, *, today: date | None = None, version: str = API_VERSION) -> Any:
+    """A ready `simple_salesforce.Salesforce` for `bundle` (see `server_for`)."""
+    return server_for(bundle, today=today).client(version)
 
 
 def disconnect(bundle: Path | str | None = None) -> None:

@@ -96,10 +96,14 @@ class _TermParser:
         self.skip_ws()
         if self.pos >= self.end:
             raise self.fail("search term must be longer than one character: ", self.pos, "INVALID_SEARCH")
+        start = self.pos
         node = self.expression(top=True)
         self.skip_ws()
         if self.pos < self.end:
             raise self.mismatched(self.pos)
+        if sum(len("".join(t.tokens)) for t in _terms(node)) < 2:
+            text = self.src[start : self.end].strip()
+            raise self.fail(f"search term must be longer than one character: {text}", start, "INVALID_SEARCH")
         return node
 
     def expression(self, top: bool = False) -> Node:
@@ -240,6 +244,12 @@ class _TermParser:
             ("[^\\W_]*" if ch == "*" else "[^\\W_]") if wild else re.escape(ch.lower()) for ch, wild in chars
         )
         return Term(text, start, phrase, tokens, pattern=re.compile(regex + r"\Z"))
+
+
+def _terms(node: Node) -> list[Term]:
+    if isinstance(node, Term):
+        return [node]
+    return _terms(node.left) + _terms(node.right)
 
 
 def _has_pattern(node: Node) -> bool:

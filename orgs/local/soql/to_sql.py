@@ -31,7 +31,7 @@ from schemas.model import ObjectSpec, OrgModel
 MAX_OFFSET = 2000
 FIELDS_LIMIT = 200
 MAX_SEMI_JOINS = 2
-UNSUPPORTED = "{what} is not supported by the local org.{hint}"
+UNSUPPORTED = "the local org does not support {what}.{hint}"
 
 
 class SoqlUnsupportedError(SoqlError):
@@ -52,7 +52,7 @@ class Compiler(FilterCompiler, FunctionCompiler):
 
     def unsupported(self, pos: int, what: str, hint: str = "") -> SoqlUnsupportedError:
         """The one place that refuses valid SOQL the local org does not implement."""
-        text = UNSUPPORTED.format(what=what[:1].upper() + what[1:], hint=f" {hint}" if hint else "")
+        text = UNSUPPORTED.format(what=what, hint=f" {hint}" if hint else "")
         return SoqlUnsupportedError(text, self.source, pos)
 
     def function_error(self, call: ast.Call) -> SoqlError:

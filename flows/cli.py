@@ -142,7 +142,7 @@ def serve(
     from datetime import date
 
     from orgs.local.engine import API_VERSION, LocalOrg
-    from orgs.local.serve import LocalServer
+    from orgs.local.serve import LocalServer, check_host
 
     try:
         day = date.fromisoformat(today) if today else None
@@ -150,6 +150,7 @@ def serve(
         fail(UsageError(f"--today must be a date like 2024-06-01 (got {today})."))
         return
     try:
+        check_host(host)  # before anything is written into the bundle
         org = LocalOrg(bundle, today=day, rebuild=rebuild)
         server = LocalServer(bundle, host=host, port=port, tls=not http, token=token, org=org)
     except OrgseedError as exc:

@@ -157,6 +157,7 @@ class LocalServer:
         if not 0 <= port <= 65535:
             raise UsageError(f"--port must be between 0 (a free port) and 65535 (got {port}).")
         self.root = Path(bundle)
+        self._owns_org = org is None
         self.org = org or LocalOrg(self.root, today=today)
         self.token = token or secrets.token_urlsafe(24)
         if any(c in self.token for c in "&<> \t\r\n"):
@@ -196,6 +197,8 @@ class LocalServer:
             ssl_certfile=str(self.certificate.cert) if self.certificate else None,
             ssl_keyfile=str(self.certificate.key) if self.certificate else None,
             timeout_keep_alive=75,
+            # clients keep connections alive; don't let them hold a shutdown for long
+            timeout_graceful_shutdown=2,
         )
         return uvicorn.Server(config)
 
@@ -238,7 +241,8 @@ class LocalServer:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
-        self.org.close()
+        if self._owns_org:
+            self.org.close()
 
     def __enter__(self) -> LocalServer:
         return self.start()

@@ -366,85 +366,83 @@ class ChildRows:
     build: Callable[[tuple[Any, ...]], dict[str, Any]]
 
 
-Step = Callable[[tuple[Any, ...], dict[str, Any]], None]
+_FACTORIES: OrderedDict[
+    tuple[int, str], tuple[RecordShape, Callable[..., Any], list[tuple[str, int | None]]]
+] = OrderedDict()
+_FACTORIES_LOCK = threading.Lock()
 
 
 def _record_builder(
     shape: RecordShape, base: str, children: dict[str, ChildRows]
 ) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
     """A function turning one SQL row into a record: `attributes`, then the selected items in order."""
-    steps = _steps(shape.items, base, children, shape.id_col)
-    sobject, id_col = shape.sobject, shape.id_col
-    prefix = base + sobject + "/"
-
-    def build(row: tuple[Any, ...]) -> dict[str, Any]:
-        rec: dict[str, Any] = {"attributes": {"type": sobject, "url": prefix + row[id_col]}}
-        for step in steps:
-            step(row, rec)
-        return rec
-
+    key = (id(shape), base)
+    with _FACTORIES_LOCK:
+        hit = _FACTORIES.get(key)
+    if hit is None or hit[0] is not shape:
+        factory, child_specs = _make_factory(shape, base)
+        with _FACTORIES_LOCK:
+            _FACTORIES[key] = (shape, factory, child_specs)
+            while len(_FACTORIES) > 2 * PLAN_CACHE:
+                _FACTORIES.popitem(last=False)
+    else:
+        _, factory, child_specs = hit
+    build: Callable[[tuple[Any, ...]], dict[str, Any]] = factory(
+        *[_child_result(children.get(name), limit) for name, limit in child_specs]
+    )
     return build
 
 
-def _steps(items: tuple[Out, ...], base: str, children: dict[str, ChildRows], id_col: int) -> list[Step]:
-    steps: list[Step] = []
-    for it in items:
-        if isinstance(it, FieldOut):
-            steps.append(_field_step(it))
-        elif isinstance(it, ParentOut):
-            steps.append(_parent_step(it, base, children))
-        else:
-            steps.append(_child_step(it, children, id_col))
-    return steps
+def _make_factory(shape: RecordShape, base: str) -> tuple[Callable[..., Any], list[tuple[str, int | None]]]:
+    """Generate `factory(children...) -> build(row) -> record`, one dict display per shape.
+
+    A generated dict display is about ten times faster than assembling each record field by field, and
+    records are the hot path of every query. Everything spliced into the source comes from the org model
+    or the plan (object and field names as repr() literals, column numbers); values are only ever read
+    from the row at run time.
+    """
+    namespace: dict[str, Any] = {}
+    child_specs: list[tuple[str, int | None]] = []
+
+    def prefix(sobject: str) -> str:
+        name = f"P{len(namespace)}"
+        namespace[name] = base + sobject + "/"
+        return name
+
+    def record(items: tuple[Out, ...], sobject: str, id_col: int) -> str:
+        parts = [f'"attributes": {{"type": {sobject!r}, "url": {prefix(sobject)} + r[{id_col}]}}']
+        for it in items:
+            if isinstance(it, FieldOut):
+                value = f"r[{it.col}]"
+                if it.boolean:
+                    value = f"(None if r[{it.col}] is None else r[{it.col}] != 0)"
+                parts.append(f"{it.key!r}: {value}")
+            elif isinstance(it, ParentOut):
+                inner = record(it.items, it.sobject, it.id_col)
+                parts.append(f"{it.key!r}: (None if r[{it.id_col}] is None else {inner})")
+            else:
+                parts.append(f"{it.key!r}: C{len(child_specs)}(r[{id_col}])")
+                child_specs.append((it.key, it.plan.limit))
+        return "{" + ", ".join(parts) + "}"
+
+    body = record(shape.items, shape.sobject, shape.id_col)
+    args = ", ".join(f"C{i}" for i in range(len(child_specs)))
+    source = f"def factory({args}):\n    def build(r):\n        return {body}\n    return build\n"
+    exec(compile(source, f"<record builder {shape.sobject}>", "exec"), namespace)
+    return namespace["factory"], child_specs
 
 
-def _field_step(it: FieldOut) -> Step:
-    key, col = it.key, it.col
-    if it.boolean:
+def _child_result(found: ChildRows | None, limit: int | None) -> Callable[[Any], dict[str, Any] | None]:
+    """The nested query result of one parent's children (None when it has none)."""
 
-        def boolean(row: tuple[Any, ...], rec: dict[str, Any]) -> None:
-            v = row[col]
-            rec[key] = None if v is None else bool(v)
-
-        return boolean
-
-    def plain(row: tuple[Any, ...], rec: dict[str, Any]) -> None:
-        rec[key] = row[col]
-
-    return plain
-
-
-def _parent_step(it: ParentOut, base: str, children: dict[str, ChildRows]) -> Step:
-    steps = _steps(it.items, base, children, it.id_col)
-    key, id_col, sobject = it.key, it.id_col, it.sobject
-    prefix = base + sobject + "/"
-
-    def parent(row: tuple[Any, ...], rec: dict[str, Any]) -> None:
-        pid = row[id_col]
-        if pid is None:
-            rec[key] = None
-            return
-        inner: dict[str, Any] = {"attributes": {"type": sobject, "url": prefix + pid}}
-        for step in steps:
-            step(row, inner)
-        rec[key] = inner
-
-    return parent
-
-
-def _child_step(it: ChildOut, children: dict[str, ChildRows], parent_id_col: int) -> Step:
-    key, limit = it.key, it.plan.limit
-    found = children.get(key)
-
-    def child(row: tuple[Any, ...], rec: dict[str, Any]) -> None:
-        rows = found.groups.get(str(row[parent_id_col]).lower()) if found else None
+    def child(parent_id: Any) -> dict[str, Any] | None:
+        rows = found.groups.get(str(parent_id).lower()) if found else None
         if not rows:
-            rec[key] = None
-            return
+            return None
         if limit is not None:
             rows = rows[:limit]
         assert found is not None
         records = [found.build(r) for r in rows]
-        rec[key] = {"totalSize": len(records), "done": True, "records": records}
+        return {"totalSize": len(records), "done": True, "records": records}
 
     return child

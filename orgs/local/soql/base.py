@@ -34,6 +34,7 @@ class CompilerBase:
         self.source = source
         self.params: dict[str, Any] = {}
         self.group_keys: set[tuple[str, ...]] = set()
+        self.demote_ranges = False  # write date range columns as `+col` (see to_sql.has_selective_lookup)
 
     # provided by the mixins / to_sql.Compiler
     def unsupported(self, pos: int, what: str, hint: str = "") -> SoqlError:

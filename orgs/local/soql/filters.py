@@ -224,7 +224,14 @@ class FilterCompiler(CompilerBase):
         param = self.value_param(operand, value)
         if op == "!=":
             return self.atom(f"{operand.sql} = {param}", operand, not negate)
-        return self.atom(f"{operand.sql} {op} {param}", operand, negate)
+        col = self.range_column(operand) if op != "=" else operand.sql
+        return self.atom(f"{col} {op} {param}", operand, negate)
+
+    def range_column(self, operand: Operand) -> str:
+        """`+col` for a date range beside a pinned lookup (see Compiler.has_selective_lookup)."""
+        if self.demote_ranges and operand.kind in ("date", "datetime") and operand.field:
+            return "+" + operand.sql
+        return operand.sql
 
     def date_range_sql(self, operand: Operand, op: str, value: ast.DateConst, negate: bool) -> str:
         if operand.kind not in ("date", "datetime"):
@@ -232,7 +239,7 @@ class FilterCompiler(CompilerBase):
         rng = dates.resolve(value.name, value.n, self.today)
         start = self.param(wire_day(rng.start, operand.kind))
         end = self.param(wire_day(rng.end, operand.kind))
-        col = operand.sql
+        col = self.range_column(operand)
         if op in ("=", "!="):
             inside = f"({col} >= {start} AND {col} < {end})"
             return self.atom(inside, operand, negate if op == "=" else not negate)

@@ -121,7 +121,33 @@ class Compiler(FilterCompiler, FunctionCompiler):
                 f"Maximum {MAX_SEMI_JOINS} semi join sub-selects are allowed per query",
                 semi[MAX_SEMI_JOINS].pos,
             )
-        return " WHERE " + self.cond_sql(q.where, scope)
+        self.demote_ranges = self.has_selective_lookup(q.where, scope)
+        try:
+            return " WHERE " + self.cond_sql(q.where, scope)
+        finally:
+            self.demote_ranges = False
+
+    def has_selective_lookup(self, where: ast.Cond, scope: Scope) -> bool:
+        """Does the top-level AND chain pin an id or lookup of the FROM object (`= 'x'` or `IN (...)`)?
+
+        SQLite has no histograms (no STAT4), so it guesses that a date range is as selective as such a
+        probe and often scans a wide date range instead. When a lookup is pinned, the compiler writes the
+        range columns as `+col`, which leaves them out of index selection: a 300-id `OrderItemId__c IN`
+        with a four-year CreatedDate window then takes 0.3 ms instead of 3 ms at scale 10.
+        """
+        items = where.items if isinstance(where, ast.BoolOp) and where.op == "AND" else [where]
+        for item in items:
+            if isinstance(item, ast.Compare):
+                pinned, left = item.op == "=", item.left
+            elif isinstance(item, ast.InList):
+                pinned, left = not item.negated, item.left
+            else:
+                continue
+            if pinned and isinstance(left, ast.FieldPath):
+                r = scope.resolve(left)
+                if not r.rels and r.field.type in ("id", "reference"):
+                    return True
+        return False
 
     def limit_sql(self, q: ast.Query) -> str:
         sql = ""

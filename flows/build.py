@@ -8,11 +8,9 @@ in-process (`--no-prefect`), Prefect's thread pool (default) or a Dask cluster (
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +24,13 @@ from generator.pipeline import (
     LocalExecutor,
     Progress,
     RunSpec,
-    ShardJob,
     generate,
     make_context,
-    run_shard_sync,
+    writer_for,
 )
 from generator.world import World
-from orgs.bundle import Bundle, data_digest, new_manifest
-from schemas.errors import UsageError
+from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
+from schemas.errors import Terminal, UsageError
 from schemas.model import load_model
 from schemas.profile import load_profile
 
@@ -53,6 +50,8 @@ class BuildOptions:
     engine: str = "prefect"
     runner: str = "threads"
     dask_address: str | None = None
+    per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
+    answer_format: str = "scalar"
 
     def output(self) -> Path:
         if self.out:
@@ -90,8 +89,46 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
+    if opts.per_task is not None and opts.per_task < 0:
+        raise UsageError(f"--per-task must be 0 (no task instances) or more (got {opts.per_task}).")
+    if opts.answer_format not in ("scalar", "list"):
+        raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     if opts.writer != "offline":
         raise UsageError(f"Unknown --writer `{opts.writer}`; available: offline.")
+
+
+class TaskCheckFailed(Terminal):
+    """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy)."""
+
+
+async def make_tasks(
+    root: Path, seed: int, per_task: int, writer: Any, answer_format: str, model: Any
+) -> dict[str, Any]:
+    """Build the task files, re-derive every answer independently, and describe them for the manifest."""
+    from generator.tasks import build_tasks
+    from validators.tasks import check_tasks
+
+    task_set = await build_tasks(root, seed, per_task, writer, answer_format, model)
+    bundle = Bundle(root)
+    rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
+    files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
+    disagreements = check_tasks(root)
+    if disagreements:
+        shown = "\n".join(f"  - {d.message}" for d in disagreements[:5])
+        raise TaskCheckFailed(
+            f"{len(disagreements)} task answer(s) disagree with the independent re-derivation "
+            f"(validators/tasks.py):\n{shown}\nThe task files were written to {root / 'tasks'} for inspection; "
+            "do not use them.",
+            disagreements=len(disagreements),
+        )
+    return {
+        "per_task": per_task,
+        "answer_format": answer_format,
+        "instances": len(task_set.instances),
+        "verified": True,
+        "stats": task_set.stats(),
+        "files": files,
+    }
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -164,7 +201,14 @@ async def build_bundle(
         profile=str(profile.path.resolve()), seed=opts.seed, scale=float(opts.scale), writer=opts.writer
     )
     manifest = new_manifest(
-        {"name": profile.name, "path": str(profile.path), "sha256": profile.digest},
+        {
+            "name": profile.name,
+            "path": str(profile.path),
+            "sha256": profile.digest,
+            "start": profile.span.start.isoformat(),
+            "end": profile.span.end.isoformat(),
+            "company": profile.company.name,
+        },
         opts.seed,
         float(opts.scale),
         {"name": opts.writer},
@@ -186,7 +230,7 @@ async def build_bundle(
         if latent is not None:
             files[latent.path] = latent.sha256
 
-    ctx = make_context(run, model)
+    ctx = make_context(run, model, profile)
     t_gen = time.perf_counter()
     result: GenerationResult = await generate(
         root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
@@ -202,12 +246,28 @@ async def build_bundle(
     shutil.rmtree(root / WORK_DIR, ignore_errors=True)
     steps = {f"generate.{k}": round(v, 4) for k, v in result.timings.items()}
     manifest.update(
+        objects={name: objects[name] for name in model.names},
+        files=dict(sorted(files.items())),
+        data_sha256=data_digest(files),
+        counts={name: objects[name]["rows"] for name in model.names},
+    )
+    bundle.write_manifest(manifest)
+    t_tasks = time.perf_counter()
+    writer = writer_for(run, result.ctx)
+    per_task = opts.per_task if opts.per_task is not None else profile.per_task
+    task_info: dict[str, Any] | None = None
+    if per_task > 0:
+        task_info = await make_tasks(root, opts.seed, per_task, writer, opts.answer_format, model)
+        steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
+        files.update(task_info.pop("files"))
+    manifest.update(
         status="complete",
         objects={name: objects[name] for name in model.names},
         files=dict(sorted(files.items())),
         data_sha256=data_digest(files),
         counts={name: objects[name]["rows"] for name in model.names},
-        text={"requests": result.text_counts},
+        text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
+        tasks=task_info,
         timings={"generation_seconds": round(generation_seconds, 3), "steps": steps},
     )
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
@@ -224,56 +284,16 @@ async def build_bundle(
 
 # -- Prefect ------------------------------------------------------------------------------------------------
 
-_PROGRESS: Progress | None = None
+_PROGRESS: list[Progress | None] = [None]
 
 
-def _prefect_objects() -> tuple[Any, Any]:
-    """The Prefect task and flow, created on first use so `import flows.build` stays light."""
-    global _FLOW, _TASK
-    if _FLOW is not None:
-        return _FLOW, _TASK
-    from prefect import flow, task
-    from prefect.cache_policies import NO_CACHE
-
-    @task(name="shard", cache_policy=NO_CACHE, persist_result=False, log_prints=False)
-    def shard_task(job: ShardJob) -> Any:
-        return run_shard_sync(job)
-
-    @flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
-    async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
-        opts = BuildOptions(**options)
-        executor = PrefectExecutor(shard_task)
-        report = await build_bundle(opts, executor, _PROGRESS, shares_memory=opts.runner == "threads")
-        return {
-            "root": str(report.root),
-            "manifest": report.manifest,
-            "seconds": report.seconds,
-            "generation_seconds": report.generation_seconds,
-            "steps": report.steps,
-        }
-
-    _FLOW, _TASK = build_flow, shard_task
-    return _FLOW, _TASK
+def set_progress(progress: Progress | None) -> None:
+    """The progress display of the running build (kept out of the flow's arguments, which Prefect records)."""
+    _PROGRESS[0] = progress
 
 
-_FLOW: Any = None
-_TASK: Any = None
-
-
-class PrefectExecutor:
-    """Submits one Prefect task per shard job to the flow's task runner and waits for all of them."""
-
-    def __init__(self, shard_task: Any) -> None:
-        self.shard_task = shard_task
-
-    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
-        futures = [
-            self.shard_task.with_options(task_run_name=f"{j.sobject}.{j.stage}[{j.shard}/{j.shards}]").submit(
-                j
-            )
-            for j in jobs
-        ]
-        return await asyncio.to_thread(lambda: [f.result() for f in futures])
+def current_progress() -> Progress | None:
+    return _PROGRESS[0]
 
 
 def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: bool = False) -> BuildReport:
@@ -284,22 +304,16 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
     from flows import prefect_env
 
     prefect_env.configure(verbose)
-    global _PROGRESS
-    _PROGRESS = progress
-    build_flow, _ = _prefect_objects()
+    from flows import prefect_flow
+
     if opts.runner == "dask":
         runner = _dask_runner(opts)
-        build_flow = build_flow.with_options(task_runner=runner)
+        _share_api_server_with_workers()
     else:
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        build_flow = build_flow.with_options(
-            task_runner=ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
-        )
-    try:
-        out = asyncio.run(build_flow(asdict(opts)))
-    finally:
-        _PROGRESS = None
+        runner = ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
+    out = prefect_flow.run(asdict(opts), runner, progress)
     return BuildReport(
         root=Path(out["root"]),
         manifest=out["manifest"],
@@ -308,6 +322,20 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
         generation_seconds=out["generation_seconds"],
         steps=out["steps"],
     )
+
+
+def _share_api_server_with_workers() -> None:
+    """Start Prefect's temporary API server here and export its URL, so Dask worker processes (which inherit the
+    environment) report to it instead of each starting a server of their own (measured: ~10-30 s per worker)."""
+    import os
+
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()  # stopped at interpreter exit (Prefect registers it with atexit)
+    os.environ["PREFECT_API_URL"] = server.api_url
 
 
 def _dask_runner(opts: BuildOptions) -> Any:
@@ -329,8 +357,31 @@ def _dask_runner(opts: BuildOptions) -> Any:
     )
 
 
-def load_report(root: Path) -> dict[str, Any]:
-    return dict(json.loads((root / "manifest.json").read_text()))
+def regenerate_tasks(
+    root: Path, per_task: int | None, seed: int | None, answer_format: str
+) -> dict[str, Any]:
+    """`orgseed tasks`: rebuild the task files of an existing bundle and record them in its manifest."""
+    from generator.text.offline import OfflineWriter
 
-
-ProgressFactory = Callable[[], Progress]
+    if per_task is not None and per_task < 1:
+        raise UsageError(f"--per-task must be at least 1 (got {per_task}).")
+    if answer_format not in ("scalar", "list"):
+        raise UsageError(f"--answer-format must be scalar or list (got {answer_format}).")
+    bundle = Bundle(root)
+    manifest = bundle.read_manifest()
+    if per_task is None:
+        per_task = int((manifest.get("tasks") or {}).get("per_task", 130))
+    problems = bundle.verify_hashes(
+        {**manifest, "files": {k: v for k, v in manifest.get("files", {}).items() if k.startswith("data/")}}
+    )
+    if problems:
+        raise UsageError(problems[0] + " Task answers would not describe this data.")
+    seed = manifest["seed"] if seed is None else seed
+    writer = OfflineWriter(seed, manifest["profile"].get("company", "our company"))
+    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model()))
+    files = dict(manifest.get("files", {}))
+    files.update(info.pop("files"))
+    manifest["files"] = dict(sorted(files.items()))
+    manifest["tasks"] = {**info, "seed": seed}
+    bundle.write_manifest(manifest)
+    return dict(manifest["tasks"])

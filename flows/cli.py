@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -25,7 +26,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True)
 
 
@@ -35,7 +36,7 @@ def _root() -> None:
 
 
 def fail(exc: BaseException, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -61,9 +62,21 @@ def build(
     dask_address: Annotated[
         str | None, typer.Option(help="Address of an existing Dask scheduler (with --runner dask).")
     ] = None,
+    per_task: Annotated[
+        int | None,
+        typer.Option(
+            help="Task instances per CRMArena task (default: the profile's, 130 for crmarena; 0 = none)."
+        ),
+    ] = None,
+    answer_format: Annotated[
+        str,
+        typer.Option(
+            help="scalar (CRMArena's format) or list (one-element lists, for list-based harnesses)."
+        ),
+    ] = "scalar",
     verbose: Annotated[bool, typer.Option(help="Show Prefect's own logs.")] = False,
 ) -> None:
-    """Generate an org bundle: 16 objects, latent world, manifest."""
+    """Generate an org bundle: 16 objects, latent world, task instances with checked answers, manifest."""
     from flows.build import BuildOptions, run_build
     from generator.pipeline import Progress as Hooks
 
@@ -78,6 +91,8 @@ def build(
         engine="local" if no_prefect else "prefect",
         runner=runner,
         dask_address=dask_address,
+        per_task=per_task,
+        answer_format=answer_format,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -110,6 +125,8 @@ def build(
     table.add_row("[bold]total", f"[bold]{report.records:,}")
     out.print(table)
     m = report.manifest
+    if m.get("tasks"):
+        out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -168,6 +185,44 @@ def serve(
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn normally handles the signal itself
         server.run()
     err.print("stopped")
+
+
+def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("task", "instances", "None share", "top answer share", "distinct answers", "median margin"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for task, st in stats.items():
+        margin = st["median_margin"]
+        table.add_row(
+            task,
+            str(st["instances"]),
+            f"{st['none_share']:.0%}",
+            f"{st['majority_share']:.1%}",
+            str(st["distinct_answers"]),
+            "-" if margin is None else f"{margin:g}",
+        )
+    return table
+
+
+@app.command()
+def tasks(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (with manifest.json).")],
+    per_task: Annotated[
+        int | None, typer.Option(help="Task instances per CRMArena task (default: as the bundle was built).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Task seed (default: the bundle's seed).")] = None,
+    answer_format: Annotated[str, typer.Option(help="scalar or list.")] = "scalar",
+) -> None:
+    """Regenerate a bundle's task files (tasks.json, schema.json, ground_truth.jsonl) and re-check every answer."""
+    from flows.build import regenerate_tasks
+
+    try:
+        info = regenerate_tasks(bundle, per_task, seed, answer_format)
+    except OrgseedError as exc:
+        fail(exc, 2 if exc.__class__.__name__ in ("UsageError", "BundleError") else 1)
+        return
+    out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})"))
+    out.print(f"{info['instances']} instances; every answer re-derived independently and identical.")
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -16,6 +16,9 @@ DEFAULTS = {
     # The temporary (ephemeral) API server can take >20 s on a cold, busy machine.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
     "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": str(max(2, os.cpu_count() or 2)),
+    # Dask (with --runner dask): no INFO logs, no dashboard.
+    "DASK_LOGGING__DISTRIBUTED": "error",
+    "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED": "error",
 }
 
 

@@ -67,14 +67,30 @@ def object_offset(key_prefix: str) -> int:
     return 62**5 + h * 977
 
 
+_BASE62_BYTES = np.frombuffer(BASE62.encode(), dtype=np.uint8)
+_SUFFIX_BYTES = np.frombuffer(SUFFIX_ALPHABET.encode(), dtype=np.uint8)
+
+
 def make_ids(key_prefix: str, start: int, count: int) -> np.ndarray:
-    """`count` consecutive 18-character ids for records numbered start, start+1, ..."""
-    base = object_offset(key_prefix) + start
-    head = f"{key_prefix}{POD}0"
-    out = np.empty(count, dtype=object)
-    for i in range(count):
-        out[i] = to18(head + base62(base + i, 9))
-    return out
+    """`count` consecutive 18-character ids for records numbered start, start+1, ... (vectorised)."""
+    head = f"{key_prefix}{POD}0".encode()
+    if len(head) != 6:
+        raise ValueError(f"key prefix must have 3 characters, got {key_prefix!r}")
+    numbers = object_offset(key_prefix) + start + np.arange(count, dtype=np.int64)
+    if count and numbers[-1] >= 62**9:
+        raise ValueError("record number does not fit in 9 base-62 digits")
+    chars = np.empty((count, 18), dtype=np.uint8)
+    chars[:, :6] = np.frombuffer(head, dtype=np.uint8)
+    rest = numbers.copy()
+    for i in range(14, 5, -1):
+        rest, digit = np.divmod(rest, 62)
+        chars[:, i] = _BASE62_BYTES[digit]
+    upper = (chars[:, :15] >= ord("A")) & (chars[:, :15] <= ord("Z"))
+    weights = 1 << np.arange(5)
+    for chunk in range(3):
+        bits = (upper[:, chunk * 5 : chunk * 5 + 5] * weights).sum(axis=1)
+        chars[:, 15 + chunk] = _SUFFIX_BYTES[bits]
+    return chars.view("S18").ravel().astype("U18").astype(object)
 
 
 def make_id(key_prefix: str, number: int) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import pickle
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from generator.world import build_world
 from schemas.graph import build_graph
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
+from schemas.textsim import NearDuplicateIndex
 
 T = TypeVar("T")
 WORK_DIR = ".work"
@@ -96,9 +96,9 @@ def set_writer_factory(factory: WriterFactory) -> None:
     _writer_factory = factory
 
 
-def make_context(run: RunSpec, model: OrgModel | None = None) -> BuildContext:
+def make_context(run: RunSpec, model: OrgModel | None = None, profile: Profile | None = None) -> BuildContext:
     model = model or load_model()
-    profile = load_profile(run.profile, model)
+    profile = profile or load_profile(run.profile, model)
     world = build_world(profile, run.seed, run.scale)
     return BuildContext(model=model, profile=profile, world=world, seed=run.seed, scale=run.scale)
 
@@ -225,6 +225,7 @@ class GenerationResult:
     order: list[str]
     timings: dict[str, float] = field(default_factory=dict)
     text_counts: dict[str, int] = field(default_factory=dict)
+    regenerated: dict[str, int] = field(default_factory=dict)
 
 
 async def generate(
@@ -270,7 +271,10 @@ async def generate(
                         f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
                     )
                 frame = gen.apply_text(ctx, frame, reqs, texts)
+                frame, redone = await _regenerate_near_duplicates(ctx, run, gen, frame, reqs, texts)
                 result.text_counts[name] = len(reqs)
+                if redone:
+                    result.regenerated[name] = redone
                 del ctx.frames[name + ":structured"]
                 _TEXT_REQUESTS.pop((str(root), name), None)
             ctx.frames[name] = frame
@@ -286,6 +290,54 @@ async def generate(
     return result
 
 
-def dump_context(ctx: BuildContext, path: Path) -> None:
-    with path.open("wb") as fh:
-        pickle.dump(ctx, fh)
+MAX_REGENERATION_ROUNDS = 4
+
+
+async def _regenerate_near_duplicates(
+    ctx: BuildContext,
+    run: RunSpec,
+    gen: Any,
+    frame: pd.DataFrame,
+    reqs: list[TextRequest],
+    texts: list[dict[str, Any]],
+) -> tuple[pd.DataFrame, int]:
+    """Rewrite the later record of every near-duplicate pair (with an `attempt` counter) until none remain.
+
+    Runs on the whole object after all shards, so the outcome never depends on how texts were sharded.
+    """
+    if not gen.dedup_fields:
+        return frame, 0
+    if len(reqs) != len(frame):
+        raise BuildError(
+            f"{gen.sobject}: dedup needs one text request per row ({len(reqs)} for {len(frame)})."
+        )
+    writer = writer_for(run, ctx)
+    attempts: dict[int, int] = {}
+    indexes = {f: NearDuplicateIndex(frame[f].tolist()) for f in gen.dedup_fields}
+    redo = {j for index in indexes.values() for _, j, _ in index.pairs()}
+    for _ in range(MAX_REGENERATION_ROUNDS):
+        if not redo:
+            break
+        rows = sorted(redo)
+        again = []
+        for r in rows:
+            attempts[r] = attempts.get(r, 0) + 1
+            again.append(TextRequest(reqs[r].kind, reqs[r].key, {**reqs[r].facts, "attempt": attempts[r]}))
+        new = await writer.write(gen.text_kind, again)
+        for r, req, res in zip(rows, again, new, strict=True):
+            reqs[r], texts[r] = req, res
+        frame = gen.apply_text(ctx, frame, reqs, texts)
+        changed = set(rows)
+        redo = set()
+        for fname, index in indexes.items():
+            column = frame[fname].tolist()
+            for r in rows:
+                index.replace(r, column[r])
+            for i, j, _ in index.pairs(focus=rows):
+                redo.add(j if j in changed else i)
+    if redo:
+        raise BuildError(
+            f"{gen.sobject}: {len(redo)} text(s) are still near-duplicates after {MAX_REGENERATION_ROUNDS} rewrites; "
+            "the writer cannot produce enough variety for this volume. Lower the scale or add vocabulary."
+        )
+    return frame, len(attempts)

@@ -32,7 +32,7 @@ by year (so the fastest region depends on the period).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -234,13 +234,22 @@ def _agents(profile: Profile, seed: int, n: int, n_issues: int) -> tuple[pd.Data
     per_issue = int(p["specialists_per_issue"])
     primary = np.full(n, -1)
     secondary = np.full(n, -1)
+    is_top = np.zeros(n, dtype=bool)
     for issue in rng.permutation(n_issues):
         room = steady[specialties[steady] < p["max_specialties"]]
         if len(room) == 0:
             room = steady
         k = min(per_issue, len(room))
-        w = skill[room] + 0.2
-        chosen = rng.choice(room, size=k, replace=False, p=w / w.sum())
+        # The first (heaviest) specialist of every issue is a different agent, so no agent becomes the
+        # routing answer for two issues.
+        top_room = room[~is_top[room]] if (~is_top[room]).any() else room
+        wt = skill[top_room] + 0.2
+        top = rng.choice(top_room, p=wt / wt.sum())
+        rest_room = room[room != top]
+        w = skill[rest_room] + 0.2
+        rest = rng.choice(rest_room, size=min(k - 1, len(rest_room)), replace=False, p=w / w.sum())
+        chosen = np.concatenate(([top], rest)).astype(int)
+        is_top[top] = True
         for rank, agent in enumerate(chosen):
             expertise[agent, issue] = weights[min(rank, len(weights) - 1)]
             if primary[agent] < 0:
@@ -390,7 +399,41 @@ def _regions(profile: Profile, seed: int, n_states: int, n_years: int) -> np.nda
 
 
 def _days(n: int) -> str:
-    return f"{n} days"
+    return f"{n} day" if n == 1 else f"{n} days"
+
+
+def article(phrase: str) -> str:
+    """`a`/`an` + phrase."""
+    return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+
+
+# How agents handle each issue: planted facts the issue's policy article states (knowledge QA asks them).
+HANDLING = {
+    "incorrect_item": [("What should agents ask the customer for in {issue} cases?", "a photo of the item and the label on the box"),
+                       ("What do agents check to confirm which item was shipped in {issue} cases?", "the order's packing record")],
+    "size_mismatch": [("What do agents confirm first in {issue} cases?", "the size ordered and the size the customer normally wears"),
+                      ("Where do agents point customers in {issue} cases?", "the sizing guide for the product's category")],
+    "cancel_order": [("What do agents check first in {issue} cases?", "whether the order has already left the warehouse"),
+                     ("What can the customer do in {issue} cases if the order already shipped?", "return it instead")],
+    "warranty_claim": [("When are {issue} cases escalated to the warranty desk?", "when the claim is older than five business days"),
+                       ("What do agents ask for in {issue} cases?", "photos of the defect and the date of purchase")],
+    "shipping_delay": [("When do agents open a trace with the carrier in {issue} cases?", "when there has been no scan for three days"),
+                       ("How often do agents update the customer in {issue} cases?", "every two business days")],
+    "loyalty_redemption": [("What do agents review in {issue} cases?", "the customer's points ledger for the order"),
+                           ("What happens in {issue} cases to points deducted without a discount?", "they are re-credited")],
+    "return_confusion": [("Where do agents send the prepaid label from in {issue} cases?", "the returns portal"),
+                         ("What do agents explain in {issue} cases?", "the return window and the condition items must be in")],
+    "defective_product": [("Why do agents log the defect in {issue} cases?", "so the product team can review the batch"),
+                          ("What do agents ask for in {issue} cases?", "photos of the defect and how the product was used")],
+    "promo_overcharge": [("What do agents compare in {issue} cases?", "the charged price with the promotional price"),
+                         ("What do agents note in the case for finance in {issue} cases?", "the promo code")],
+    "checkout_failure": [("Which log do agents check in {issue} cases?", "the payment gateway log"),
+                         ("What do agents suggest in {issue} cases when the gateway declined?", "an alternative payment method")],
+    "damaged_in_transit": [("What do agents file in {issue} cases?", "a damage claim with the carrier"),
+                           ("Which items should customers not be asked to return in {issue} cases?", "items damaged beyond use")],
+    "missing_item": [("What do agents compare in {issue} cases?", "the packing slip with the order lines"),
+                     ("What do agents check about the shipment in {issue} cases?", "whether the order shipped in more than one package")],
+}  # fmt: skip
 
 
 def _knowledge(
@@ -411,11 +454,19 @@ def _knowledge(
             r = remedies[rkey]
             facts.append(
                 {
-                    "question": f"Within how many days of purchase can an agent offer a {r.phrase} for {{issue}} cases?",
+                    "question": f"Within how many days of purchase can an agent offer {article(r.phrase)} for {{issue}} cases?",
                     "answer": _days(window),
                     "remedy": rkey,
                 }
             )
+        facts.append(
+            {
+                "question": "Which resolutions may agents offer for {issue} cases?",
+                "answer": ", ".join(remedies[r].phrase for r in iss.remedies),
+            }
+        )
+        for question, answer in HANDLING.get(iss.key, []):
+            facts.append({"question": question, "answer": answer})
         topics.append(
             KnowledgeTopic(
                 key=f"policy-{iss.key}",
@@ -480,6 +531,14 @@ def _knowledge(
                     "answer": "No, loyalty points never expire"
                     if not k["loyalty_points_expire"]
                     else "Yes, after one year",
+                },
+                {
+                    "question": "How many loyalty points does a $100 purchase earn?",
+                    "answer": f"{100 * k['loyalty_points_per_dollar']} points",
+                },
+                {
+                    "question": "How many loyalty points does an agent credit as compensation?",
+                    "answer": f"{(remedies['loyalty_points'].amount if 'loyalty_points' in remedies else None) or 500} points",
                 },
             ],
         ),
@@ -567,29 +626,39 @@ def _knowledge(
     guides: list[KnowledgeTopic] = []
     for c in categories:
         fit = fits[int(rng.integers(0, len(fits)))]
+        between = ["size up", "size down"][int(rng.integers(0, 2))]
         guides.append(
             KnowledgeTopic(
                 key=f"sizing-{_slug(c.name)}",
                 kind="category_guide",
                 subject=c.name,
                 facts=[
-                    {"question": f"How do {c.name.lower()} from {company} fit?", "answer": f"They run {fit}"}
+                    {
+                        "question": f"How do products in the {c.name} range from {company} fit?",
+                        "answer": f"They run {fit}",
+                    },
+                    {
+                        "question": f"What should customers between two sizes do for the {c.name} range?",
+                        "answer": between,
+                    },
                 ],
-                data={"guide": "sizing", "category": c.name, "fit": fit},
+                data={"guide": "sizing", "category": c.name, "fit": fit, "between": between},
             )
         )
     for c in categories:
         wash, dry = washes[int(rng.integers(0, len(washes)))], dries[int(rng.integers(0, len(dries)))]
+        iron = ["iron on low heat", "do not iron"][int(rng.integers(0, 2))]
         guides.append(
             KnowledgeTopic(
                 key=f"care-{_slug(c.name)}",
                 kind="category_guide",
                 subject=c.name,
                 facts=[
-                    {"question": f"How should {c.name.lower()} be washed?", "answer": wash},
-                    {"question": f"How should {c.name.lower()} be dried?", "answer": dry},
+                    {"question": f"How should products in the {c.name} range be washed?", "answer": wash},
+                    {"question": f"How should products in the {c.name} range be dried?", "answer": dry},
+                    {"question": f"Can products in the {c.name} range be ironed?", "answer": iron},
                 ],
-                data={"guide": "care", "category": c.name, "wash": wash, "dry": dry},
+                data={"guide": "care", "category": c.name, "wash": wash, "dry": dry, "iron": iron},
             )
         )
     # Interleave sizing and care guides so a truncated list keeps both kinds for most categories.
@@ -624,21 +693,3 @@ def _slug(text: str) -> str:
     while "--" in out:
         out = out.replace("--", "-")
     return out.strip("-")
-
-
-def month_starts(start: date, end: date) -> list[date]:
-    """First days of every month that overlaps [start, end]."""
-    out = []
-    d = date(start.year, start.month, 1)
-    while d <= end:
-        out.append(d)
-        d = date(d.year + (d.month // 12), d.month % 12 + 1, 1)
-    return out
-
-
-def to_datetime64(values: list[datetime]) -> np.ndarray:
-    return np.array(values, dtype="datetime64[s]")
-
-
-def days(n: float) -> timedelta:
-    return timedelta(days=n)

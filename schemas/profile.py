@@ -70,6 +70,7 @@ class Profile:
     picklists: dict[str, dict[str, dict[str, float]]]
     latent: dict[str, Any]
     digest: str
+    per_task: int = 130
 
     def count(self, sobject: str, scale: float = 1.0) -> int:
         """Records of `sobject` at `scale` (round(count × scale^exponent)), at least 1 when count > 0."""
@@ -341,6 +342,7 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
         picklists=picklists,
         latent=latent,
         digest=digest,
+        per_task=int(plain.get("tasks", {}).get("per_task", 130)),
     )
 
 

@@ -64,6 +64,9 @@ class ObjectGenerator:
     block_size: ClassVar[int] = 1024
     sort_by: ClassVar[tuple[str, ...]] = ()
     text_kind: ClassVar[TextKind | None] = None
+    # Free-text fields that must not be near-duplicates of each other (regenerated when they are); the
+    # object's text requests must be aligned with its rows for these.
+    dedup_fields: ClassVar[tuple[str, ...]] = ()
 
     def units(self, ctx: BuildContext) -> int:
         raise NotImplementedError
@@ -102,15 +105,6 @@ class ObjectGenerator:
         results: Sequence[dict[str, Any]],
     ) -> pd.DataFrame:
         return frame
-
-
-def ts(values: Any) -> np.ndarray:
-    """Anything datetime-like → numpy datetime64[s]."""
-    return np.asarray(values, dtype="datetime64[s]")
-
-
-def minutes(values: Any) -> np.ndarray:
-    return (np.asarray(values, dtype=float) * 60).round().astype("int64").astype("timedelta64[s]")
 
 
 def weighted_choice_rows(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:

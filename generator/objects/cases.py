@@ -20,7 +20,6 @@ when the case is closed. Case.OwnerId is the last NewValue__c.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,7 @@ class CaseGenerator(ObjectGenerator):
     block_size = 512
     sort_by = ("CreatedDate", "_item")
     text_kind = TextKind.CASE
+    dedup_fields = ("Description",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(self._plan(ctx)["item"])
@@ -277,8 +277,9 @@ class CaseGenerator(ObjectGenerator):
                 "_customer": customer,
                 "_issue": issue,
                 "_state": state_idx,
-                "_agents": [json.dumps(c) for c in chains],
-                "_transfer_times": [json.dumps([str(t) for t in tt]) for tt in transfer_times],
+                "_agents": chains,
+                "_transfer_times": [[str(t) for t in tt] for tt in transfer_times],
+                "_transfer_secs": [[int(t.astype("int64")) for t in tt] for tt in transfer_times],
                 "_first_assign": first_assign,
                 "_handle_minutes": np.round(handle, 3),
                 "_has_chat": has_chat,
@@ -301,42 +302,53 @@ class CaseGenerator(ObjectGenerator):
         issues = ctx.frame("Issue__c")
         contacts = ctx.frame("Contact")
         orders = ctx.frame("Order")
-        pname = prods["Name"].to_numpy()
-        noun = ctx.world.products["noun"].to_numpy()
-        category = ctx.world.products["category"].to_numpy()
-        out = []
-        for r in frame[["Id", "_product", "_issue", "_customer", "_order", "_tone", "_want"]].itertuples(
-            index=False
-        ):
-            out.append(
-                TextRequest(
-                    TextKind.CASE,
-                    str(r[0]),
-                    {
-                        "product": str(pname[r[1]]),
-                        "noun": str(noun[r[1]]),
-                        "category": str(category[r[1]]),
-                        "issue": ctx.world.issues[int(r[2])].key,
-                        "issue_name": str(issues["Name"].iat[int(r[2])]),
-                        "customer_first": str(contacts["FirstName"].iat[int(r[3])]),
-                        "order_date": str(orders["EffectiveDate"].iat[int(r[4])])[:10],
-                        "tone": str(r[5]),
-                        "want": str(r[6]),
-                    },
+        pname = prods["Name"].tolist()
+        noun = ctx.world.products["noun"].tolist()
+        category = ctx.world.products["category"].tolist()
+        issue_keys = [i.key for i in ctx.world.issues]
+        issue_names = issues["Name"].tolist()
+        firsts = contacts["FirstName"].tolist()
+        odates = np.datetime_as_string(orders["EffectiveDate"].to_numpy().astype("datetime64[D]")).tolist()
+        lasts = contacts["LastName"].tolist()
+        prices = ctx.frame("OrderItem")["UnitPrice"].tolist()
+        days_since = (
+            (
+                (
+                    frame["CreatedDate"].to_numpy().astype("datetime64[D]")
+                    - orders["EffectiveDate"].to_numpy().astype("datetime64[D]")[frame["_order"].to_numpy()]
                 )
+                / np.timedelta64(1, "D")
             )
+            .astype(int)
+            .tolist()
+        )
+        items = frame["_item"].tolist()
+        out = []
+        cols = [
+            frame[c].tolist() for c in ("Id", "_product", "_issue", "_customer", "_order", "_tone", "_want")
+        ]
+        for k, (rid, prod, iss, cust, order, tone, want) in enumerate(zip(*cols, strict=True)):
+            facts = {
+                "customer_last": lasts[cust],
+                "price": prices[items[k]],
+                "days_since": days_since[k],
+                "product": pname[prod],
+                "noun": noun[prod],
+                "category": category[prod],
+                "issue": issue_keys[iss],
+                "issue_name": issue_names[iss],
+                "customer_first": firsts[cust],
+                "order_date": odates[order],
+                "tone": tone,
+                "want": want,
+            }
+            out.append(TextRequest(TextKind.CASE, str(rid), facts))
         return out
 
     def apply_text(self, ctx: BuildContext, frame: pd.DataFrame, requests: Any, results: Any) -> pd.DataFrame:
         frame["Subject"] = [r["subject"] for r in results]
         frame["Description"] = [r["description"] for r in results]
         return frame
-
-
-def case_owner_timeline(row: Any) -> tuple[list[int], list[np.datetime64]]:
-    agents = json.loads(row["_agents"])
-    times = [np.datetime64(t, "s") for t in json.loads(row["_transfer_times"])]
-    return agents, times
 
 
 class CaseHistoryGenerator(ObjectGenerator):
@@ -357,21 +369,21 @@ class CaseHistoryGenerator(ObjectGenerator):
         old: list[Any] = []
         new: list[Any] = []
         when: list[np.datetime64] = []
-        for offset, (_cid, created, closed, agents_json, times_json, first_assign) in enumerate(
-            cases[
-                ["Id", "CreatedDate", "ClosedDate", "_agents", "_transfer_times", "_first_assign"]
-            ].itertuples(index=False)
-        ):
+        created_a = cases["CreatedDate"].to_numpy().astype("datetime64[s]")
+        closed_a = cases["ClosedDate"].to_numpy().astype("datetime64[s]")
+        first_a = cases["_first_assign"].to_numpy().astype("datetime64[s]")
+        chains, secs_all = cases["_agents"].tolist(), cases["_transfer_secs"].tolist()
+        for offset, (agents, secs) in enumerate(zip(chains, secs_all, strict=True)):
             pos = rows.start + offset
-            agents = json.loads(agents_json)
-            times = [np.datetime64(t, "s") for t in json.loads(times_json)]
+            created, closed, first_assign = created_a[offset], closed_a[offset], first_a[offset]
+            times = [np.datetime64(t, "s") for t in secs]
             events: list[tuple[str, Any, Any, np.datetime64]] = [
                 ("Case Creation", None, None, np.datetime64(created, "s")),
                 ("Owner Assignment", None, users[agents[0]], np.datetime64(first_assign, "s")),
             ]
             for k, t in enumerate(times):
                 events.append(("Owner Assignment", users[agents[k]], users[agents[k + 1]], t))
-            if not pd.isna(closed):
+            if not np.isnat(closed):
                 events.append(("Case Closed", None, None, np.datetime64(closed, "s")))
             for s, (f, o, nw, t) in enumerate(events):
                 case_pos.append(pos)

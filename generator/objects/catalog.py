@@ -56,6 +56,7 @@ class Product2Generator(ObjectGenerator):
     sobject = "Product2"
     block_size = 1024
     text_kind = TextKind.PRODUCT
+    dedup_fields = ("Description",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.world.products)
@@ -304,6 +305,7 @@ class KnowledgeGenerator(ObjectGenerator):
     after = ("Issue__c",)
     block_size = 100_000
     text_kind = TextKind.KNOWLEDGE
+    dedup_fields = ("FAQ_Answer__c",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.world.knowledge)
@@ -328,6 +330,7 @@ class KnowledgeGenerator(ObjectGenerator):
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         issues = ctx.frame("Issue__c")
         issue_names = dict(zip(issues["_issue_key"], issues["Name"], strict=True))
+        issue_desc = dict(zip(issues["_issue_key"], issues["Description__c"], strict=True))
         phrases = {k: r.phrase for k, r in ctx.world.remedies.items()}
         out = []
         for topic, rid in zip(ctx.world.knowledge, frame["Id"], strict=True):
@@ -337,9 +340,13 @@ class KnowledgeGenerator(ObjectGenerator):
                 "facts": topic.facts,
                 "data": topic.data,
             }
+            if topic.kind == "category_guide":
+                cat = next((c for c in ctx.world.categories if c.name == topic.data.get("category")), None)
+                facts["nouns"] = list(cat.nouns) if cat else []
             if topic.kind == "issue_policy":
                 remedies = dict(topic.data["remedies"])
                 facts.update(
+                    issue_description=issue_desc[topic.subject],
                     issue_name=issue_names[topic.subject],
                     remedies=remedies,
                     remedy_phrases={k: phrases[k] for k in remedies},

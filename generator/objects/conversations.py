@@ -7,7 +7,6 @@ placed exactly at its planned time: in the chat when the case has one, else in t
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -22,21 +21,12 @@ from generator.text.base import TextKind, TextRequest
 SEC = np.timedelta64(1, "s")
 
 
-def _t(x: Any) -> np.datetime64:
-    return np.datetime64(x, "s")
-
-
 def _sec(x: Any) -> int:
     """Seconds since the epoch of anything datetime-like."""
     return int(np.datetime64(x, "s").astype("int64"))
 
 
 def owner_at_sec(chain: list[int], times: list[int], t: int) -> int:
-    k = sum(1 for tt in times if tt <= t)
-    return chain[min(k, len(chain) - 1)]
-
-
-def owner_at(chain: list[int], times: list[np.datetime64], t: np.datetime64) -> int:
     k = sum(1 for tt in times if tt <= t)
     return chain[min(k, len(chain) - 1)]
 
@@ -76,7 +66,7 @@ class EmailMessageGenerator(ObjectGenerator):
                     "(an opening email per case and a closing email where the offer is made by email). "
                     "Raise [counts].EmailMessage in the profile."
                 )
-            transfers = np.array([len(json.loads(a)) - 1 for a in cases["_agents"]])
+            transfers = np.array([len(a) - 1 for a in cases["_agents"]])
             closed = (cases["Status"].to_numpy() == "Closed").astype(float)
             weights = 1.0 + 1.5 * transfers + closed
             return base + exact_allocation(
@@ -97,21 +87,32 @@ class EmailMessageGenerator(ObjectGenerator):
         rng = ctx.rng("EmailMessage", b)
         out: dict[str, list[Any]] = defaultdict(list)
         end = np.datetime64(ctx.world.end, "s")
+        col = {
+            c: cases[c].tolist() for c in ("Id", "_agents", "_transfer_secs", "_offer_channel", "_customer")
+        }
+        created_a = cases["CreatedDate"].to_numpy().astype("datetime64[s]").astype("int64")
+        closed_raw = cases["ClosedDate"].to_numpy().astype("datetime64[s]")
+        closed_ok = ~np.isnat(closed_raw)
+        closed_a = np.where(closed_ok, closed_raw.astype("int64"), 0)
+        first_a = cases["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
+        offer_a = cases["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
+        c_mail, c_id = contacts["Email"].tolist(), contacts["Id"].tolist()
+        c_name = (contacts["FirstName"] + " " + contacts["LastName"]).tolist()
+        end_s = _sec(end)
         for pos in rows:
-            c = cases.iloc[pos]
             m = int(per[pos])
-            chain = json.loads(c["_agents"])
-            times = [_sec(t) for t in json.loads(c["_transfer_times"])]
-            created = _sec(c["CreatedDate"])
-            closed = None if pd.isna(c["ClosedDate"]) else _sec(c["ClosedDate"])
-            life_end = closed if closed is not None else _sec(end) - 60
-            first_assign = _sec(c["_first_assign"])
+            chain = col["_agents"][pos]
+            times = list(col["_transfer_secs"][pos])
+            created = int(created_a[pos])
+            closed = int(closed_a[pos]) if closed_ok[pos] else None
+            life_end = closed if closed is not None else end_s - 60
+            first_assign = int(first_a[pos])
             life = life_end - created
             t_open = created + int(min(rng.uniform(10, 180), life * 0.02) + 1)
             events: list[tuple[str, int]] = [("customer_open", t_open)]
-            channel = c["_offer_channel"]
+            channel = col["_offer_channel"][pos]
             if channel == "email":
-                events.append(("agent_offer", _sec(c["_offer_time"])))
+                events.append(("agent_offer", int(offer_a[pos])))
             elif closed is not None:
                 events.append(("agent_close", life_end - int(rng.uniform(30, 300))))
             optional: list[tuple[str, int]] = []
@@ -139,23 +140,21 @@ class EmailMessageGenerator(ObjectGenerator):
             for seq, (kind, t) in enumerate(fixed):
                 incoming = kind.startswith("customer")
                 agent = owner_at_sec(chain, times, t)
-                contact_pos = int(c["_customer"])
-                out["ParentId"].append(c["Id"])
+                contact_pos = int(col["_customer"][pos])
+                out["ParentId"].append(col["Id"][pos])
                 out["Subject"].append(None)
                 out["TextBody"].append(None)
                 if incoming:
-                    out["FromAddress"].append(contacts["Email"].iat[contact_pos])
-                    out["FromName"].append(
-                        f"{contacts['FirstName'].iat[contact_pos]} {contacts['LastName'].iat[contact_pos]}"
-                    )
+                    out["FromAddress"].append(c_mail[contact_pos])
+                    out["FromName"].append(c_name[contact_pos])
                     out["ToAddress"].append(support)
                     out["ToIds"].append(u_id[agent])
                     out["Status"].append("2" if seq < len(fixed) - 1 else "1")
                 else:
                     out["FromAddress"].append(u_mail[agent])
                     out["FromName"].append(u_name[agent])
-                    out["ToAddress"].append(contacts["Email"].iat[contact_pos])
-                    out["ToIds"].append(contacts["Id"].iat[contact_pos])
+                    out["ToAddress"].append(c_mail[contact_pos])
+                    out["ToIds"].append(c_id[contact_pos])
                     out["Status"].append("3")
                 out["Incoming"].append(incoming)
                 out["MessageDate"].append(np.datetime64(t, "s"))
@@ -171,11 +170,12 @@ class EmailMessageGenerator(ObjectGenerator):
     def after_ids(self, ctx: BuildContext, frame: pd.DataFrame) -> pd.DataFrame:
         # The agent an email transfers to / takes over from, for the text.
         cases = ctx.frame("Case")
+        chains, secs = cases["_agents"].tolist(), cases["_transfer_secs"].tolist()
+        when = frame["MessageDate"].to_numpy().astype("datetime64[s]").astype("int64")
         nxt, prev = [], []
-        for pos, kind, t in zip(frame["_case"], frame["_kind"], frame["MessageDate"], strict=True):
-            chain = json.loads(cases["_agents"].iat[pos])
-            times = [np.datetime64(x, "s") for x in json.loads(cases["_transfer_times"].iat[pos])]
-            k = sum(1 for tt in times if tt <= np.datetime64(t, "s"))
+        for pos, kind, t in zip(frame["_case"].tolist(), frame["_kind"].tolist(), when.tolist(), strict=True):
+            chain = chains[pos]
+            k = sum(1 for tt in secs[pos] if tt <= t)
             nxt.append(chain[min(k + 1, len(chain) - 1)] if kind == "agent_transfer" else -1)
             prev.append(chain[max(k - 1, 0)] if kind == "agent_takeover" else -1)
         frame["_next_agent"] = nxt
@@ -188,46 +188,65 @@ class EmailMessageGenerator(ObjectGenerator):
         contacts = ctx.frame("Contact")
         prods = ctx.frame("Product2")
         issues = ctx.frame("Issue__c")
-        noun = ctx.world.products["noun"].to_numpy()
-        full = (users["FirstName"] + " " + users["LastName"]).to_numpy()
-        firsts = users["FirstName"].to_numpy()
-        order = frame.sort_values(["_case", "_seq"], kind="stable")
+        noun = ctx.world.products["noun"].tolist()
+        full = (users["FirstName"] + " " + users["LastName"]).tolist()
+        firsts = users["FirstName"].tolist()
+        pname, iname = prods["Name"].tolist(), issues["Name"].tolist()
+        cfirst = contacts["FirstName"].tolist()
+        issue_keys = [i.key for i in ctx.world.issues]
+        cc = {
+            c: cases[c].tolist()
+            for c in (
+                "Id",
+                "Subject",
+                "Description",
+                "_product",
+                "_issue",
+                "_customer",
+                "_offer_remedy",
+                "_violation",
+                "_offer_channel",
+            )
+        }
+        order = np.lexsort((frame["_seq"].to_numpy(), frame["_case"].to_numpy()))
+        case_col = frame["_case"].to_numpy()[order].tolist()
+        kinds = frame["_kind"].to_numpy()[order].tolist()
+        agents = frame["_agent"].to_numpy()[order].tolist()
+        nxts = frame["_next_agent"].to_numpy()[order].tolist()
+        prevs = frame["_prev_agent"].to_numpy()[order].tolist()
+        threads: dict[int, list[dict[str, Any]]] = {}
+        for pos, kind, agent, nxt, prev in zip(case_col, kinds, agents, nxts, prevs, strict=True):
+            msg: dict[str, Any] = {"kind": kind}
+            if kind.startswith("customer"):
+                msg.update(to_agent=full[agent], agent_first=firsts[agent])
+            else:
+                msg.update(agent=full[agent], agent_first=firsts[agent])
+            if nxt >= 0:
+                msg["next_agent"] = full[nxt]
+            if prev >= 0:
+                msg["prev_agent"] = full[prev]
+            if kind == "agent_offer":
+                msg["offer"] = offer_facts(ctx, str(cc["_offer_remedy"][pos]))
+                msg["close"] = True
+            threads.setdefault(pos, []).append(msg)
         out = []
-        for pos, group in order.groupby("_case", sort=True):
-            c = cases.iloc[int(pos)]
-            messages = []
-            for kind, agent, nxt, prev in group[["_kind", "_agent", "_next_agent", "_prev_agent"]].itertuples(
-                index=False
-            ):
-                msg: dict[str, Any] = {"kind": kind}
-                if kind.startswith("customer"):
-                    msg.update(to_agent=str(full[agent]), agent_first=str(firsts[agent]))
-                else:
-                    msg.update(agent=str(full[agent]), agent_first=str(firsts[agent]))
-                if nxt >= 0:
-                    msg["next_agent"] = str(full[nxt])
-                if prev >= 0:
-                    msg["prev_agent"] = str(full[prev])
-                if kind == "agent_offer":
-                    msg["offer"] = offer_facts(ctx, str(c["_offer_remedy"]))
-                    msg["close"] = True
-                messages.append(msg)
-            cpos = int(c["_customer"])
+        for pos in sorted(threads):
+            prod, iss = cc["_product"][pos], cc["_issue"][pos]
             out.append(
                 TextRequest(
                     TextKind.EMAIL_THREAD,
-                    str(c["Id"]),
+                    str(cc["Id"][pos]),
                     {
-                        "case_key": str(c["Id"]),
-                        "case_subject": str(c["Subject"]),
-                        "case_description": str(c["Description"]),
-                        "product": str(prods["Name"].iat[int(c["_product"])]),
-                        "noun": str(noun[int(c["_product"])]),
-                        "issue": ctx.world.issues[int(c["_issue"])].key,
-                        "issue_name": str(issues["Name"].iat[int(c["_issue"])]),
-                        "customer_first": str(contacts["FirstName"].iat[cpos]),
-                        "violation": bool(c["_violation"]) and c["_offer_channel"] == "email",
-                        "messages": messages,
+                        "case_key": str(cc["Id"][pos]),
+                        "case_subject": str(cc["Subject"][pos]),
+                        "case_description": str(cc["Description"][pos]),
+                        "product": pname[prod],
+                        "noun": noun[prod],
+                        "issue": issue_keys[iss],
+                        "issue_name": iname[iss],
+                        "customer_first": cfirst[cc["_customer"][pos]],
+                        "violation": bool(cc["_violation"][pos]) and cc["_offer_channel"][pos] == "email",
+                        "messages": threads[pos],
                     },
                 )
             )
@@ -264,6 +283,7 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
     block_size = 1024
     sort_by = ("StartTime", "_case")
     text_kind = TextKind.CHAT
+    dedup_fields = ("Body",)
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.frame("Case"))
@@ -274,12 +294,11 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
         chat = cases[cases["_has_chat"].to_numpy(dtype=bool)]
         users = ctx.frame("User")["Id"].to_numpy()
         owners = []
-        for agents_json, times_json, start in chat[["_agents", "_transfer_times", "_chat_start"]].itertuples(
-            index=False
+        starts = chat["_chat_start"].to_numpy().astype("datetime64[s]").astype("int64").tolist()
+        for chain, secs, start_s in zip(
+            chat["_agents"].tolist(), chat["_transfer_secs"].tolist(), starts, strict=True
         ):
-            chain = json.loads(agents_json)
-            times = [np.datetime64(t, "s") for t in json.loads(times_json)]
-            owners.append(owner_at(chain, times, _t(start)))
+            owners.append(owner_at_sec(chain, secs, start_s))
         start = chat["_chat_start"].to_numpy().astype("datetime64[s]")
         endt = chat["_chat_end"].to_numpy().astype("datetime64[s]")
         return pd.DataFrame(
@@ -304,25 +323,35 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
         users = ctx.frame("User")
         contacts = ctx.frame("Contact")
         prods = ctx.frame("Product2")
-        noun = ctx.world.products["noun"].to_numpy()
+        noun = ctx.world.products["noun"].tolist()
         out = []
-        for rid, pos, agent in frame[["Id", "_case", "_agent"]].itertuples(index=False):
-            c = cases.iloc[int(pos)]
-            cpos = int(c["_customer"])
+        full = (users["FirstName"] + " " + users["LastName"]).tolist()
+        cfirst, pname = contacts["FirstName"].tolist(), prods["Name"].tolist()
+        issue_keys = [i.key for i in ctx.world.issues]
+        cc = {
+            c: cases[c].tolist()
+            for c in ("Id", "Subject", "_product", "_issue", "_customer", "_offer_remedy", "_violation")
+        }
+        starts = np.datetime_as_string(frame["StartTime"].to_numpy().astype("datetime64[s]")).tolist()
+        for k, (rid, pos, agent) in enumerate(
+            zip(frame["Id"].tolist(), frame["_case"].tolist(), frame["_agent"].tolist(), strict=True)
+        ):
+            prod = cc["_product"][pos]
             out.append(
                 TextRequest(
                     TextKind.CHAT,
                     str(rid),
                     {
-                        "case_key": str(c["Id"]),
-                        "customer_first": str(contacts["FirstName"].iat[cpos]),
-                        "agent": f"{users['FirstName'].iat[agent]} {users['LastName'].iat[agent]}",
-                        "product": str(prods["Name"].iat[int(c["_product"])]),
-                        "noun": str(noun[int(c["_product"])]),
-                        "issue": ctx.world.issues[int(c["_issue"])].key,
-                        "problem": str(c["Subject"]),
-                        "offer": offer_facts(ctx, str(c["_offer_remedy"])),
-                        "violation": bool(c["_violation"]),
+                        "case_key": str(cc["Id"][pos]),
+                        "start": starts[k],
+                        "customer_first": cfirst[cc["_customer"][pos]],
+                        "agent": full[agent],
+                        "product": pname[prod],
+                        "noun": noun[prod],
+                        "issue": issue_keys[cc["_issue"][pos]],
+                        "problem": str(cc["Subject"][pos]),
+                        "offer": offer_facts(ctx, str(cc["_offer_remedy"][pos])),
+                        "violation": bool(cc["_violation"][pos]),
                     },
                 )
             )

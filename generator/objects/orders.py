@@ -141,50 +141,109 @@ class OrderItemGenerator(ObjectGenerator):
 
         return ctx.plan("OrderItem.entries", build)
 
+    def _tables(self, ctx: BuildContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per (book, category, month): cumulative weights of the category's products on sale in that book.
+
+        Returns (members, cum, offsets): products sorted by category; cum[book, month, j] the running sum of
+        popularity × √season over the category's members (0 where the book lacks the product); offsets the
+        start of each category in `members`.
+        """
+
+        def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            world = ctx.world
+            index, _, _ = self._entries(ctx)
+            cat = world.products["category_idx"].to_numpy()
+            members = np.argsort(cat, kind="stable")
+            offsets = np.searchsorted(cat[members], np.arange(len(world.categories) + 1))
+            base = world.products["popularity"].to_numpy()[members][None, :] * np.sqrt(
+                world.product_season[members].T
+            )
+            available = (index[:, members] >= 0).astype(float)  # books × members
+            weights = available[:, None, :] * base[None, :, :]  # books × 12 × members
+            cum = np.zeros_like(weights)
+            for c in range(len(offsets) - 1):
+                lo, hi = offsets[c], offsets[c + 1]
+                cum[:, :, lo:hi] = np.cumsum(weights[:, :, lo:hi], axis=2)
+            return members, cum, offsets
+
+        return ctx.plan("OrderItem.tables", build)
+
     def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
         rows = self.block_range(ctx, b)
-        orders = ctx.frame("Order").iloc[rows.start : rows.stop]
+        all_orders = ctx.frame("Order")
         per = self._per_order(ctx)[rows.start : rows.stop]
         index, entry_ids, entry_price = self._entries(ctx)
+        members, cum, offsets = self._tables(ctx)
         world = ctx.world
         rng = ctx.rng("OrderItem", b)
-        prods = world.products
-        cat = prods["category_idx"].to_numpy()
-        popularity = prods["popularity"].to_numpy()
-        month = pd.DatetimeIndex(orders["EffectiveDate"]).month.to_numpy() - 1
-        season = np.sqrt(world.product_season[:, month].T)  # purchases follow seasons more gently than cases
-        prefs = world.customer_categories[orders["_customer"].to_numpy()][:, cat]
-        books = orders["_book"].to_numpy()
-        available = index[books] >= 0
-        weights = prefs * popularity[None, :] * season * available
-        # Gumbel top-k: k distinct products per order, drawn proportionally to the weights.
-        with np.errstate(divide="ignore"):
-            keys = np.log(weights) + rng.gumbel(size=weights.shape)
-        ranked = np.argsort(-keys, axis=1, kind="stable")
-        order_pos: list[int] = []
-        line: list[int] = []
-        product: list[int] = []
-        for i, k in enumerate(per):
-            k = int(min(k, int(available[i].sum())))
-            order_pos.extend([rows.start + i] * k)
-            line.extend(range(k))
-            product.extend(ranked[i, :k].tolist())
-        order_pos_a = np.array(order_pos, dtype=int)
-        product_a = np.array(product, dtype=int)
-        book_a = ctx.frame("Order")["_book"].to_numpy()[order_pos_a]
-        entry = index[book_a, product_a]
+        orders = all_orders.iloc[rows.start : rows.stop]
+        n_orders = len(orders)
+        order_local = np.repeat(np.arange(n_orders), per)
+        line = np.concatenate([np.arange(k) for k in per]) if n_orders else np.zeros(0, dtype=int)
+        customers = orders["_customer"].to_numpy()[order_local]
+        books = orders["_book"].to_numpy()[order_local]
+        months = (pd.DatetimeIndex(orders["EffectiveDate"]).month.to_numpy() - 1)[order_local]
+        n = len(order_local)
+        # Stage 1: a category per item from the customer's preferences (only categories the book sells).
+        cat_total = np.stack(
+            [cum[books, months, offsets[c + 1] - 1] for c in range(len(offsets) - 1)], axis=1
+        )
+        pref = world.customer_categories[customers] * (cat_total > 0)
+        chosen_cat = _row_choice(rng.random(n), pref)
+        # Stage 2: a product within the category ∝ popularity × √season, on sale in the order's book.
+        product = _pick_in_category(rng.random(n), chosen_cat, books, months, members, cum, offsets)
+        # Distinct products within an order: redraw duplicates (rare) from the whole book.
+        seen: dict[tuple[int, int], None] = {}
+        for i in range(n):
+            key = (int(order_local[i]), int(product[i]))
+            tries = 0
+            while key in seen and tries < 50:
+                c = _row_choice(rng.random(1), pref[i : i + 1])[0]
+                product[i] = _pick_in_category(
+                    rng.random(1), np.array([c]), books[i : i + 1], months[i : i + 1], members, cum, offsets
+                )[0]
+                key = (int(order_local[i]), int(product[i]))
+                tries += 1
+            seen[key] = None
+        entry = index[books, product]
         qw = np.asarray(ctx.profile.latent["customers"]["quantity_weights"], dtype=float)
-        quantity = rng.choice(np.arange(1, len(qw) + 1), size=len(product_a), p=qw / qw.sum()).astype(float)
-        all_orders = ctx.frame("Order")
+        quantity = rng.choice(np.arange(1, len(qw) + 1), size=n, p=qw / qw.sum()).astype(float)
+        order_pos = rows.start + order_local
         return pd.DataFrame(
             {
-                "OrderId": all_orders["Id"].to_numpy()[order_pos_a],
-                "Product2Id": ctx.frame("Product2")["Id"].to_numpy()[product_a],
+                "OrderId": all_orders["Id"].to_numpy()[order_pos],
+                "Product2Id": ctx.frame("Product2")["Id"].to_numpy()[product],
                 "PricebookEntryId": entry_ids[entry],
                 "Quantity": quantity,
                 "UnitPrice": entry_price[entry],
-                "_order": order_pos_a,
-                "_line": np.array(line, dtype=int),
-                "_product": product_a,
+                "_order": order_pos,
+                "_line": line,
+                "_product": product,
             }
         )
+
+
+def _row_choice(u: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    cum = np.cumsum(weights, axis=1)
+    target = u[:, None] * cum[:, -1:]
+    return np.minimum((cum < target).sum(axis=1), weights.shape[1] - 1)
+
+
+def _pick_in_category(
+    u: np.ndarray,
+    cats: np.ndarray,
+    books: np.ndarray,
+    months: np.ndarray,
+    members: np.ndarray,
+    cum: np.ndarray,
+    offsets: np.ndarray,
+) -> np.ndarray:
+    out = np.empty(len(cats), dtype=int)
+    for c in np.unique(cats):
+        sel = np.flatnonzero(cats == c)
+        lo, hi = offsets[c], offsets[c + 1]
+        table = cum[books[sel], months[sel], lo:hi]  # items × members of c
+        target = u[sel] * table[:, -1]
+        j = np.minimum((table < target[:, None]).sum(axis=1), hi - lo - 1)
+        out[sel] = members[lo + j]
+    return out

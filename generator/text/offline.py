@@ -57,7 +57,11 @@ class OfflineWriter(TextWriter):
         render = _RENDERERS[kind]
         out = []
         for req in requests:
-            rng = random.Random(derive_seed(self.seed, "text", kind.value, req.key))
+            attempt = int(req.facts.get("attempt", 0) or 0)
+            parts: tuple[object, ...] = (
+                (kind.value, req.key) if not attempt else (kind.value, req.key, attempt)
+            )
+            rng = random.Random(derive_seed(self.seed, "text", *parts))
             out.append(render(self, rng, req.facts))
         return out
 
@@ -68,22 +72,22 @@ class OfflineWriter(TextWriter):
         feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
         a, b = rng.sample(feats, 2)
         use = rng.choice(vocab.PRODUCT_USES)
-        templates = [
-            f"The {name} is built for {use}, with {a} and {b}.",
-            f"Meet the {name}: {a}, {b}, and a fit made for {use}.",
-            f"Designed for {use}, the {name} pairs {a} with {b}.",
-            f"With {a} and {b}, the {name} is ready for {use}.",
-        ]
-        extra = rng.choice(
-            [
-                "Available in several colours.",
-                "Part of our best-selling line.",
-                "Backed by our warranty.",
-                "A favourite of our run club.",
-                "Machine washable." if "Shoes" not in str(f["category"]) else "Fits true to our size chart.",
-            ]
+        first = rng.choice(vocab.PRODUCT_TEMPLATES).format(
+            name=name, use=use, a=a, b=b, a_cap=a[:1].upper() + a[1:], noun_lower=str(f["noun"]).lower()
         )
-        return {"name": name, "description": f"{rng.choice(templates)} {extra}"}
+        c1, c2, c3 = rng.sample(vocab.COLOURS, 3)
+        extras = rng.sample(vocab.PRODUCT_EXTRAS, 2)
+        fill = {
+            "colour": c1,
+            "colour2": c2,
+            "colour3": c3,
+            "season": rng.choice(vocab.SEASONS_WORD),
+            "rating": f"{rng.uniform(3.9, 4.9):.1f}",
+            "weight": rng.randrange(60, 900, 5),
+            "city": rng.choice(vocab.TEAM_CITIES),
+            "pct": rng.randrange(20, 90, 5),
+        }
+        return {"name": name, "description": " ".join([first, *(e.format(**fill) for e in extras)])}
 
     def _issue(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         key = str(f["key"])
@@ -105,28 +109,65 @@ class OfflineWriter(TextWriter):
         company = self.company
         if kind == "issue_policy":
             iname = str(f["issue_name"])
+            ikey = str(f["subject"])
             title = rng.choice(
                 [f"{iname}: Resolution Policy", f"Policy: Resolving {iname} Cases", f"{iname} Policy"]
             )
             rules = []
             for rkey, window in dict(f["remedies"]).items():
                 phrase = dict(f["remedy_phrases"])[rkey]
-                rules.append("- " + rng.choice(vocab.REMEDY_RULES).format(phrase=phrase, window=window))
-            allowed = ", ".join(dict(f["remedy_phrases"])[r] for r in dict(f["remedies"]))
+                a_phrase = f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+                rules.append(
+                    "- "
+                    + rng.choice(vocab.REMEDY_RULES).format(
+                        phrase=phrase,
+                        a_phrase=a_phrase,
+                        A_phrase=a_phrase[:1].upper() + a_phrase[1:],
+                        window=f"{window} day" if int(window) == 1 else f"{window} days",
+                    )
+                )
+            allowed = ", ".join(
+                dict(f["remedy_phrases"])[r] for r in dict(f["remedies"])
+            )  # planted: stated verbatim
+            steps = list(vocab.ISSUE_STEPS.get(ikey, []))
+            rng.shuffle(steps)
+            examples = [
+                e.format(product="the product").replace("the the", "the")
+                for e in rng.sample(
+                    vocab.ISSUE_PROBLEMS.get(ikey, []), min(2, len(vocab.ISSUE_PROBLEMS.get(ikey, [])))
+                )
+            ]
             body = "\n".join(
                 [
-                    f"This article sets out how {company} agents resolve cases about {iname.lower()}.",
+                    rng.choice(
+                        [
+                            f"This article sets out how {company} agents resolve cases about {iname.lower()}.",
+                            f"Use this policy whenever a customer contacts {company} about {iname.lower()}.",
+                            f"Agents handling {iname.lower()} cases at {company} follow the rules below.",
+                        ]
+                    ),
+                    str(f.get("issue_description", "")),
+                    "",
+                    "Typical reports: " + " / ".join(f'"{x}"' for x in examples) if examples else "",
+                    "",
+                    "Handling steps:",
+                    *[f"{i + 1}. {step}" for i, step in enumerate(steps)],
                     "",
                     "Allowed resolutions:",
                     *rules,
                     "",
                     f"Only these resolutions ({allowed}) may be offered for {iname.lower()} cases, and only within the "
-                    "windows above, counted from the purchase date. Offering any other resolution, or offering one after "
-                    "its window has passed, is a policy violation.",
+                    "windows above, counted in calendar days from the purchase date. Offering any other resolution, "
+                    "or offering one after its window has passed, is a policy violation.",
                     "",
                     "Frequently asked:",
                     *[
-                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: Within {q['answer']}."
+                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: "
+                        + (
+                            f"Within {q['answer']}."
+                            if q.get("remedy")
+                            else f"{q['answer'][:1].upper()}{q['answer'][1:]}."
+                        )
                         for q in facts
                     ],
                 ]
@@ -164,17 +205,31 @@ class OfflineWriter(TextWriter):
             )
         else:
             title = rng.choice([f"Getting the Most from Your {subject}", f"{subject}: Buying Guide"])
+        category = str(data.get("category", subject))
+        nouns = [str(x) for x in f.get("nouns", [])]
+        feats = vocab.PRODUCT_FEATURES.get(category, [])
+        tips = list(vocab.GUIDE_TIPS.get(guide, vocab.GUIDE_TIPS["care"]))
+        rng.shuffle(tips)
         lines = [
             rng.choice(
                 [
                     f"A quick guide to {subject.lower()} from {company}.",
                     f"Tips from our product team on {subject.lower()}.",
+                    f"What to know about {subject.lower()} before and after you buy.",
                 ]
             ),
-            "",
         ]
+        if nouns:
+            lines.append(
+                f"This guide covers our {', '.join(n.lower() for n in nouns[:-1])} and {nouns[-1].lower()}."
+            )
+        if feats:
+            lines.append(f"Most of them feature {', '.join(feats[:-1])} and {feats[-1]}.")
+        lines.append("")
+        lines.extend(f"- {t}" for t in tips[:3])
+        lines.append("")
         for q in facts:
-            lines.append(f"Q: {q['question']}\nA: {q['answer']}.")
+            lines.append(f"Q: {q['question']}\nA: {q['answer'][:1].upper()}{q['answer'][1:]}.")
         return {"title": title, "summary": f"Guidance on {subject.lower()}.", "body": "\n".join(lines)}
 
     # -- cases and conversations -----------------------------------------------------------------------
@@ -183,21 +238,58 @@ class OfflineWriter(TextWriter):
         issue = str(f["issue"])
         product, noun = str(f["product"]), str(f["noun"])
         tone = str(f.get("tone", "polite"))
-        subject = rng.choice(vocab.SUBJECTS.get(issue, ["Problem with {product}"])).format(
-            product=product, noun=noun.lower()
-        )
+        c1, c2 = rng.sample(vocab.COLOURS, 2)
+        s1, s2 = rng.sample(vocab.SIZES, 2)
+        fill = {
+            "product": product,
+            "noun": noun.lower(),
+            "colour": c1,
+            "colour2": c2,
+            "size": s1,
+            "size2": s2,
+            "part": rng.choice(vocab.PARTS),
+            "days": rng.randint(3, 16),
+            "days2": rng.choice([14, 30, 45, 60]),
+            "months": rng.randint(2, 14),
+            "minutes": rng.randint(2, 50),
+            "points": rng.randrange(300, 4000, 50),
+            "percent": rng.choice([10, 15, 20, 25, 30]),
+            "price": f"{float(f.get('price', 0) or 0):.2f}",
+            "uses": rng.randint(2, 25),
+            "tries": rng.randint(2, 6),
+            "count": rng.randint(1, 3),
+            "order_date": human_date(str(f["order_date"])),
+            "days_since": f.get("days_since", rng.randint(2, 30)),
+        }
+        subject = rng.choice(vocab.SUBJECTS.get(issue, ["Problem with {product}"])).format(**fill)
         problem = rng.choice(
             vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
-        ).format(product=product)
-        parts = [rng.choice(vocab.OPENERS.get(tone, ["Hello,"])), problem]
-        if rng.random() < 0.8:
-            parts.append(rng.choice(vocab.CONTEXT).format(order_date=human_date(str(f["order_date"]))))
+        ).format(**fill)
+        middle = []
+        details = vocab.ISSUE_DETAILS.get(issue, [])
+        if details:
+            middle.append(rng.choice(details).format(**fill))
+        if rng.random() < 0.95:
+            middle.append(rng.choice(vocab.CONTEXT_PRICED).format(**fill))
+        rng.shuffle(middle)
         want = f.get("want")
+        tail = []
         if want and str(want) in vocab.WANTS and rng.random() < 0.7:
-            parts.append(rng.choice(vocab.WANTS[str(want)]))
-        parts.append(rng.choice(vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"])))
+            tail.append(rng.choice(vocab.WANTS[str(want)]))
+        pool = vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"]) + vocab.MORE_TONE_LINES.get(tone, [])
+        tail.append(rng.choice(pool))
+        if rng.random() < 0.25:
+            tail.append(rng.choice(pool))
+        opener = rng.choice(vocab.OPENERS.get(tone, ["Hello,"]))
+        lead = [rng.choice(vocab.LEAD_INS[tone])] if tone in vocab.LEAD_INS and rng.random() < 0.45 else []
+        parts = [opener, *lead, problem, *middle, *dict.fromkeys(tail)]
+        if rng.random() < 0.15:
+            parts.append(rng.choice(vocab.PS_LINES))
         if tone != "brief" or rng.random() < 0.5:
-            parts.append(f"{rng.choice(vocab.SIGNOFFS)} {f['customer_first']}")
+            name = str(f["customer_first"])
+            if rng.random() < 0.4 and f.get("customer_last"):
+                name = f"{name} {f['customer_last']}"
+            parts.append(f"{rng.choice(vocab.SIGNOFFS)} {name}")
         description = " ".join(p for p in parts if p)
         return {"subject": subject, "description": description}
 
@@ -280,15 +372,46 @@ class OfflineWriter(TextWriter):
         agent = str(f["agent"])
         agent_label = f"{agent} (Agent)"
         ctx = {"first": cust, "agent": agent, "company": self.company, "product": f["product"]}
-        lines = [
+        problem = rng.choice(vocab.ISSUE_PROBLEMS.get(str(f.get("issue")), [str(f["problem"])])).format(
+            product=f["product"]
+        )
+        lines = []
+        if f.get("start"):
+            lines.append(
+                f"Chat started {str(f['start'])[:16].replace('T', ' ')} UTC via {rng.choice(vocab.CHAT_ORIGINS)}"
+            )
+        lines += [
             f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_OPEN).format(**ctx)}",
             f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_OPEN).format(**ctx)}",
-            f"{cust}: "
-            + rng.choice(vocab.ISSUE_PROBLEMS.get(str(f.get("issue")), [str(f["problem"])])).format(
-                product=f["product"]
-            ),
-            f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_CHECK)}",
+            f"{cust}: {problem}",
         ]
+        details = vocab.ISSUE_DETAILS.get(str(f.get("issue")), [])
+        if details and rng.random() < 0.75:
+            c1, c2 = rng.sample(vocab.COLOURS, 2)
+            s1, s2 = rng.sample(vocab.SIZES, 2)
+            detail = rng.choice(details).format(
+                product=f["product"],
+                colour=c1,
+                colour2=c2,
+                size=s1,
+                size2=s2,
+                part=rng.choice(vocab.PARTS),
+                days=rng.randint(3, 16),
+                days2=rng.choice([14, 30, 45, 60]),
+                months=rng.randint(2, 14),
+                minutes=rng.randint(2, 50),
+                points=rng.randrange(300, 4000, 50),
+                percent=rng.choice([10, 15, 20, 25]),
+                price="the full price",
+                uses=rng.randint(2, 25),
+                tries=rng.randint(2, 6),
+                count=rng.randint(1, 3),
+            )
+            lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_ASK)}")
+            lines.append(
+                f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_DETAIL_PREFIX)} {detail}".replace(":  ", ": ")
+            )
+        lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_CHECK)}")
         offer = f.get("offer")
         if offer:
             lines.append(f"{agent_label}: {self._offer_text(rng, offer, f)}")

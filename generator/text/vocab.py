@@ -390,8 +390,8 @@ AGENT_OFFER = {
         "I'd like to offer you a discount code, {code}, good for {percent}% off within {valid_days} days.",
     ],
     "cancellation": [
-        "I was able to cancel the order for the {product}; you won't be charged.",
-        "Done: I was able to cancel the order for you, and the pending charge will drop off.",
+        "I've processed an order cancellation for the {product}; you won't be charged.",
+        "Done: the order cancellation went through, and the pending charge will drop off.",
     ],
     "price_adjustment": [
         "I've applied a price adjustment so you pay the promotional price for the {product}.",
@@ -566,7 +566,332 @@ CATEGORY_BLURBS = [
 ]
 
 REMEDY_RULES = [
-    "Agents may offer a {phrase} within {window} days of the purchase date.",
-    "A {phrase} can be offered if the customer contacts us within {window} days of purchase.",
-    "Eligible resolution: {phrase}, available up to {window} days after the order date.",
+    "Agents may offer {a_phrase} within {window} of the purchase date.",
+    "{A_phrase} can be offered if the customer contacts us within {window} of purchase.",
+    "Eligible resolution: {phrase}, available up to {window} after the order date.",
 ]
+
+# -- richer case descriptions ---------------------------------------------------------------------------
+
+SIZES = [
+    "size 7",
+    "size 8",
+    "size 8.5",
+    "size 9",
+    "size 9.5",
+    "size 10",
+    "size 10.5",
+    "size 11",
+    "size 12",
+    "an XS",
+    "a small",
+    "a medium",
+    "a large",
+    "an XL",
+    "an XXL",
+]
+COLOURS = [
+    "black",
+    "navy",
+    "charcoal",
+    "white",
+    "red",
+    "olive",
+    "teal",
+    "coral",
+    "grey",
+    "sand",
+    "royal blue",
+    "forest green",
+    "burgundy",
+    "lavender",
+    "orange",
+]
+
+ISSUE_DETAILS = {
+    "incorrect_item": [
+        "I ordered it in {colour} and got a {colour2} one instead.",
+        "The item I got is {size2}, while I clearly ordered {size}.",
+        "The style code on the tag doesn't match anything on my order.",
+        "It even came with someone else's packing slip inside.",
+        "The box was sealed, so the mix-up must have happened at the warehouse.",
+    ],
+    "size_mismatch": [
+        "I normally wear {size} and that's what I ordered.",
+        "I measured my foot against your chart twice before picking {size}.",
+        "The {size} feels like it was cut for someone much smaller.",
+        "The length is fine but it's far too narrow around the {part}.",
+        "I compared it with my old pair and it's at least a half size off.",
+    ],
+    "cancel_order": [
+        "I clicked cancel {minutes} minutes after ordering.",
+        "The confirmation email never showed a cancel link.",
+        "Your app showed an error when I tapped 'Cancel order'.",
+        "I also called the store line but nobody picked up.",
+    ],
+    "warranty_claim": [
+        "I've used it for about {months} months with normal wear.",
+        "I sent the claim with photos and my order details {days} days ago.",
+        "The claim portal keeps timing out on the last step.",
+        "The defect is on the {part}, which I understand is covered.",
+    ],
+    "shipping_delay": [
+        "Tracking hasn't moved in {days} days.",
+        "The last scan shows it sitting at a sorting facility.",
+        "The estimated delivery date was {days} days ago.",
+        "I paid for faster shipping specifically to get it in time.",
+        "The carrier says they never received the package from you.",
+    ],
+    "loyalty_redemption": [
+        "I had {points} points available at checkout.",
+        "The points disappeared from my balance but the discount wasn't applied.",
+        "The rewards page says my points are pending for {days} days now.",
+        "I've been a rewards member for {months} months and never had this happen.",
+    ],
+    "return_confusion": [
+        "It's been {days} days since it arrived and I still have the tags.",
+        "One page says {days2} days and another says something else.",
+        "The return label generator asks for an RMA number I don't have.",
+        "I only tried it on indoors, so it's in new condition.",
+    ],
+    "defective_product": [
+        "It happened after about {uses} uses, nothing out of the ordinary.",
+        "The problem is on the {part} and it's getting worse.",
+        "I've attached photos showing the damage on the {part}.",
+        "I followed the care label exactly, so this isn't from misuse.",
+        "My previous one from you lasted much longer.",
+    ],
+    "promo_overcharge": [
+        "The code should have taken {percent}% off.",
+        "I was charged ${price} instead of the sale price.",
+        "The banner on the homepage said the sale ran through this week.",
+        "The cart showed the discount right up until the payment page.",
+    ],
+    "checkout_failure": [
+        "I've tried {tries} times with two different cards.",
+        "It fails right after I enter the security code.",
+        "I cleared my browser cache and tried the app as well.",
+        "My bank confirmed there were no blocks on their side.",
+    ],
+    "damaged_in_transit": [
+        "The outer box had a hole punched through one corner.",
+        "There's a deep scuff across the {part}.",
+        "The delivery driver left it out in the rain on my porch.",
+        "I took photos of the box before opening it.",
+    ],
+    "missing_item": [
+        "The box only had {count} of the items I ordered.",
+        "The weight on the shipping label seems too light for the full order.",
+        "The packing slip lists it, but there was no sign of it in the box.",
+        "I checked every compartment of the package twice.",
+    ],
+}
+
+PARTS = [
+    "heel",
+    "toe box",
+    "sole",
+    "zipper",
+    "seam",
+    "collar",
+    "waistband",
+    "cuff",
+    "strap",
+    "lining",
+    "laces",
+    "pocket",
+    "hood",
+    "tongue",
+    "midsole",
+]
+
+CONTEXT_PRICED = [
+    "I paid ${price} for it on {order_date}.",
+    "It was ${price}, ordered on {order_date}.",
+    "I ordered it on {order_date} for ${price}.",
+    "The order went through on {order_date} (${price}).",
+    "This was a ${price} purchase from {order_date}.",
+    "I bought it on {order_date}, about {days_since} days ago.",
+    "I placed the order on {order_date}.",
+    "It's from my order of {order_date}.",
+]
+
+MORE_TONE_LINES = {
+    "polite": [
+        "Thanks so much for your time.",
+        "I'm sure it's just a mix-up, so thanks for checking.",
+        "I'd be grateful for any guidance.",
+        "Happy to send anything else you need.",
+    ],
+    "frustrated": [
+        "This is the second time something like this has happened.",
+        "I expect this to be fixed properly.",
+        "I shouldn't have to chase this.",
+        "I'm close to taking my business elsewhere.",
+    ],
+    "brief": ["Thanks in advance.", "Need this fixed.", "Appreciate a quick answer.", "Cheers."],
+    "detailed": [
+        "Let me know if you need the tracking number or the card I used.",
+        "I can also send a short video if that helps your team.",
+        "I kept the original box, the tags and the receipt.",
+        "I've written down the exact times in case that helps.",
+    ],
+    "anxious": [
+        "It's for an event this weekend, so timing matters a lot.",
+        "Please tell me this can still be fixed.",
+        "I really can't afford to lose this money.",
+        "I'm checking my email every hour for your reply.",
+    ],
+}
+
+PS_LINES = [
+    "P.S. I love your products otherwise.",
+    "P.S. My account email is the one I'm writing from.",
+    "P.S. Feel free to call me if that's faster.",
+    "P.S. I've been shopping with you for years.",
+    "P.S. The rest of the order was great.",
+    "P.S. Please keep my loyalty status in mind.",
+]
+
+PRODUCT_TEMPLATES = [
+    "The {name} is built for {use}, with {a} and {b}.",
+    "Meet the {name}: {a}, {b}, and a fit made for {use}.",
+    "Designed for {use}, the {name} pairs {a} with {b}.",
+    "With {a} and {b}, the {name} is ready for {use}.",
+    "Our {name} brings {a} to {use}, plus {b}.",
+    "Made for {use}, the {name} combines {a} and {b} in one {noun_lower}.",
+    "{a_cap} and {b} make the {name} a go-to for {use}.",
+    "Take the {name} to {use}: it has {a} and {b}.",
+]
+
+PRODUCT_EXTRAS = [
+    "Available in {colour} and {colour2}.",
+    "Comes in {colour}, {colour2} and a limited {colour3} edition.",
+    "Part of our {season} collection.",
+    "Backed by our warranty.",
+    "A favourite of our run club.",
+    "Rated {rating} out of 5 by customers.",
+    "Weighs just {weight} grams.",
+    "Designed with athletes from our {city} team.",
+    "Recycled materials make up {pct}% of it.",
+    "Pairs well with the rest of the {season} line.",
+]
+
+SEASONS_WORD = ["spring", "summer", "fall", "winter", "holiday", "back-to-school"]
+TEAM_CITIES = ["Portland", "Boulder", "Austin", "Boston", "Denver", "San Diego", "Chicago", "Seattle"]
+
+ISSUE_STEPS = {
+    "incorrect_item": [
+        "Ask the customer for a photo of the item and the label on the box.",
+        "Check the order's packing record to confirm which item was shipped.",
+        "Arrange the return of the wrong item with a prepaid label.",
+    ],
+    "size_mismatch": [
+        "Confirm the size ordered and the size the customer normally wears.",
+        "Point the customer to the sizing guide for the product's category.",
+        "Check stock of the requested size before promising a swap.",
+    ],
+    "cancel_order": [
+        "Check whether the order has already left the warehouse.",
+        "If it has shipped, explain that it can be returned instead.",
+        "Confirm the cancellation in writing with the refund timeline.",
+    ],
+    "warranty_claim": [
+        "Look up the claim number and the date it was filed.",
+        "Ask for photos of the defect and the date of purchase.",
+        "Escalate claims older than five business days to the warranty desk.",
+    ],
+    "shipping_delay": [
+        "Check the carrier's tracking page and the last scan location.",
+        "Open a trace with the carrier when there has been no scan for three days.",
+        "Keep the customer updated every two business days.",
+    ],
+    "loyalty_redemption": [
+        "Review the customer's points ledger for the order.",
+        "Re-credit points that were deducted without a discount.",
+        "Explain how points are applied at checkout.",
+    ],
+    "return_confusion": [
+        "Explain the return window and the condition items must be in.",
+        "Send the prepaid return label from the returns portal.",
+        "Tell the customer when to expect their refund after we receive the item.",
+    ],
+    "defective_product": [
+        "Ask for photos of the defect and how the product was used.",
+        "Check whether other customers reported the same defect.",
+        "Log the defect so the product team can review the batch.",
+    ],
+    "promo_overcharge": [
+        "Check which promotion was active on the order date.",
+        "Compare the charged price with the promotional price.",
+        "Note the promo code in the case so finance can reconcile it.",
+    ],
+    "checkout_failure": [
+        "Ask which payment method and device the customer used.",
+        "Check the payment gateway log for the customer's attempts.",
+        "Suggest an alternative payment method if the gateway declined.",
+    ],
+    "damaged_in_transit": [
+        "Ask for photos of the package and the damaged item.",
+        "File a damage claim with the carrier.",
+        "Do not ask the customer to return items damaged beyond use.",
+    ],
+    "missing_item": [
+        "Compare the packing slip with the order lines.",
+        "Check whether the order shipped in more than one package.",
+        "Confirm the shipping address and the delivery photo.",
+    ],
+}
+
+GUIDE_TIPS = {
+    "sizing": [
+        "Measure in the evening, when feet and bodies are at their largest.",
+        "If you are between sizes, size up for layering or thick socks.",
+        "Compare with a favourite item you already own rather than a chart alone.",
+        "Check the product page for model measurements and the size they wear.",
+        "Try new items indoors first so they stay returnable.",
+    ],
+    "care": [
+        "Turn items inside out before washing to protect prints and fabric.",
+        "Skip fabric softener: it clogs technical fibres.",
+        "Let shoes dry away from radiators and direct heat.",
+        "Wash with similar colours on the first few cycles.",
+        "Store clean and dry to keep odours away.",
+    ],
+}
+
+LEAD_INS = {
+    "polite": [
+        "I'm writing about a recent order.",
+        "I hope you're well.",
+        "I wanted to reach out about my purchase.",
+        "I have a quick question about something I bought.",
+    ],
+    "frustrated": [
+        "I'm writing because something went wrong again.",
+        "I need to raise a problem with my order.",
+        "I'm not happy with how this order turned out.",
+    ],
+    "brief": ["Issue with an order.", "Problem with a purchase."],
+    "detailed": [
+        "I'd like to explain what happened in some detail.",
+        "Here is the full background on my order.",
+        "I'll try to give you everything you need in one go.",
+    ],
+    "anxious": [
+        "I'm a little worried about my order.",
+        "Something's wrong and I'm not sure what to do.",
+        "I hope this can be sorted out quickly.",
+    ],
+}
+
+CHAT_AGENT_ASK = [
+    "Could you tell me a bit more about what happened?",
+    "When did you first notice this?",
+    "Do you still have the original packaging?",
+    "Which size and colour did you order?",
+    "Can you confirm the email address on the order?",
+]
+
+CHAT_CUSTOMER_DETAIL_PREFIX = ["Sure.", "Yes.", "OK so", "Well,", "Right,", ""]
+CHAT_ORIGINS = ["Web Chat", "Mobile App Chat", "Help Center Chat"]

@@ -1,0 +1,56 @@
+"""The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, with one Prefect task per
+object × shard job (never per record). Defined at module level so process-based task runners (Dask) can pickle
+the task. Imported only when the Prefect engine runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.build import BuildOptions, build_bundle, current_progress, set_progress
+from generator.pipeline import Progress, ShardJob, run_shard_sync
+
+
+@task(name="shard", cache_policy=NO_CACHE, persist_result=False, log_prints=False)
+def shard_task(job: ShardJob) -> Any:
+    return run_shard_sync(job)
+
+
+class PrefectExecutor:
+    """Submits one Prefect task per shard job to the flow's task runner and waits for all of them."""
+
+    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+        futures = [
+            shard_task.with_options(task_run_name=f"{j.sobject}.{j.stage}[{j.shard}/{j.shards}]").submit(j)
+            for j in jobs
+        ]
+        return await asyncio.to_thread(lambda: [f.result() for f in futures])
+
+
+@flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
+async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
+    opts = BuildOptions(**options)
+    report = await build_bundle(
+        opts, PrefectExecutor(), current_progress(), shares_memory=opts.runner == "threads"
+    )
+    return {
+        "root": str(report.root),
+        "manifest": report.manifest,
+        "seconds": report.seconds,
+        "generation_seconds": report.generation_seconds,
+        "steps": report.steps,
+    }
+
+
+def run(options: dict[str, Any], task_runner: Any, progress: Progress | None) -> dict[str, Any]:
+    set_progress(progress)
+    try:
+        result: dict[str, Any] = asyncio.run(build_flow.with_options(task_runner=task_runner)(options))
+    finally:
+        set_progress(None)
+    return result

@@ -1,0 +1,322 @@
+"""Shared machinery of the task builders: the org's data as indexed frames, time windows, instances and the
+sampler that enforces CRMArena's shape (unique answers, None quotas, no dominant answer).
+
+Time-window semantics (reference §6), used by every builder:
+- `today` is a date; the window end of a relative period is today at 00:00Z and its start is
+  `end − N × unit` (calendar arithmetic; week = 7 days, quarter = 3 months, year = 12 months).
+- Named periods: a month is [1st, 1st of next month); Qk is [1st of month 3k−2, +3 months); Spring/Summer/Fall/
+  Winter start in months 3/6/9/12 of the given year and last three months ("Winter 2021" = 2021-12-01 →
+  2022-03-01). Named periods are not clipped to today; orgseed only asks about periods that have ended by
+  `today`.
+- Whether a window's end is inclusive depends on the task, exactly as the reference solvers do (documented in
+  each builder and in the policy text the agent receives).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from dateutil.relativedelta import relativedelta
+
+from orgs.bundle import Bundle
+from schemas.errors import Terminal
+from schemas.model import OrgModel, load_model
+
+MONTHS = [
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+]  # fmt: skip
+SEASON_START = {"Spring": 3, "Summer": 6, "Fall": 9, "Autumn": 9, "Winter": 12}
+UNITS = ("day", "week", "month", "quarter", "year")
+
+DOMAIN_DETAILS = """# Domain Details
+## Quarters of the Year
+- Q1: January 1 to March 31
+- Q2: April 1 to June 30
+- Q3: July 1 to September 30
+- Q4: October 1 to December 31
+## Seasons
+- Spring: March 1 to May 31
+- Summer: June 1 to August 31
+- Fall (Autumn): September 1 to November 30
+- Winter: December 1 to the last day of February of the following year ("Winter 2021" runs from
+  2021-12-01 to 2022-02-28)
+## Time Periods
+- "Past N days/weeks/months/quarters/years" ends at today's date (00:00, not included for case creation) and
+  starts N units earlier; a week is 7 days, a quarter 3 months, a year 12 months.
+- "Past two quarters" means the six months before today.
+- A month "significantly exceeds" the others when its case count is strictly greater than every other
+  month's count."""
+
+
+class TaskBuildError(Terminal):
+    """Task instances cannot be built as asked (names the task and what to change)."""
+
+
+def iso(dt: datetime | date) -> str:
+    """`YYYY-MM-DDTHH:MM:SSZ`, the format of dates in ground-truth params."""
+    if isinstance(dt, datetime):
+        return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{dt.isoformat()}T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime
+    end: datetime
+    params: dict[str, Any]  # the ground-truth params describing it (without today_date)
+    phrase: str  # how the query names it ("in Q3 2022", "over the past 3 months")
+
+
+def relative_window(today: date, period: str, count: int) -> Window:
+    end = datetime(today.year, today.month, today.day)
+    delta = {
+        "day": relativedelta(days=count),
+        "week": relativedelta(weeks=count),
+        "month": relativedelta(months=count),
+        "quarter": relativedelta(months=3 * count),
+        "year": relativedelta(months=12 * count),
+    }[period]
+    start = end - delta
+    words = {1: "", 2: "two ", 3: "three ", 4: "four ", 5: "five ", 6: "six "}
+    if count == 1:
+        phrase = {"day": "in the past day", "week": "over the past week", "month": "over the past month",
+                  "quarter": "over the past quarter", "year": "over the past year"}[period]  # fmt: skip
+    else:
+        number = words.get(count, f"{count} ") if period != "day" else f"{count} "
+        phrase = f"over the past {number}{period}s"
+    return Window(start, end, {"end_date": iso(end), "period": period, "interval_count": count}, phrase)
+
+
+def named_window(name: str, year: int) -> Window:
+    if name in MONTHS:
+        m = MONTHS.index(name) + 1
+        start = datetime(year, m, 1)
+        return Window(
+            start, start + relativedelta(months=1), {"period_name": name, "year": year}, f"in {name} {year}"
+        )
+    if name in ("Q1", "Q2", "Q3", "Q4"):
+        start = datetime(year, 3 * int(name[1]) - 2, 1)
+        return Window(
+            start, start + relativedelta(months=3), {"period_name": name, "year": year}, f"in {name} {year}"
+        )
+    if name in SEASON_START:
+        start = datetime(year, SEASON_START[name], 1)
+        return Window(
+            start, start + relativedelta(months=3), {"period_name": name, "year": year}, f"in {name} {year}"
+        )
+    raise ValueError(f"unknown period name {name!r}")
+
+
+def window_from_params(params: dict[str, Any]) -> Window:
+    if "period_name" in params:
+        return named_window(params["period_name"], int(params["year"]))
+    today = datetime.strptime(params["end_date"], "%Y-%m-%dT%H:%M:%SZ").date()
+    return relative_window(today, params["period"], int(params["interval_count"]))
+
+
+@dataclass
+class Solution:
+    """A solver's answer with the per-candidate values behind it and the winner's margin."""
+
+    answer: str | None
+    candidates: dict[str, Any] | list[str]
+    margin: float | None = None
+    tie: bool = False
+    tied: list[str] = field(default_factory=list)  # the candidates sharing the best value, when tie
+
+
+@dataclass
+class Instance:
+    task: str
+    query: str
+    answer: str | None
+    required: str
+    params: dict[str, Any]
+    solution: Solution
+    context: dict[str, Any] = field(default_factory=dict)
+    tail: str = ""  # appended verbatim after the (possibly paraphrased) question: the answer-format suffix
+
+    @property
+    def full_query(self) -> str:
+        return f"{self.query}{self.tail}"
+
+
+def pick_extreme(values: dict[str, float], mode: str) -> Solution:
+    """argmin/argmax with ties detected and the margin to the runner-up recorded."""
+    if not values:
+        return Solution(None, {})
+    ordered = sorted(values.items(), key=lambda kv: (kv[1], kv[0]), reverse=(mode == "max"))
+    best = ordered[0]
+    if len(ordered) == 1:
+        return Solution(best[0], dict(values), None)
+    runner = ordered[1]
+    margin = abs(best[1] - runner[1])
+    tied = sorted(k for k, v in values.items() if math.isclose(v, best[1], abs_tol=1e-9))
+    return Solution(
+        best[0], dict(values), round(margin, 6), tie=len(tied) > 1, tied=tied if len(tied) > 1 else []
+    )
+
+
+class OrgData:
+    """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
+
+    def __init__(self, root: Path, model: OrgModel | None = None) -> None:
+        self.root = Path(root)
+        self.model = model or load_model()
+        self.bundle = Bundle(root)
+        self.manifest = self.bundle.read_manifest()
+        self.cache: dict[str, Any] = {}
+
+    def frame(self, name: str) -> pd.DataFrame:
+        key = f"frame:{name}"
+        if key not in self.cache:
+            self.cache[key] = self.bundle.read_object(self.model.get(name))
+        return self.cache[key]
+
+    @cached_property
+    def cases(self) -> pd.DataFrame:
+        c = self.frame("Case")
+        item_product = (
+            self.items.set_index("Id")["Product2Id"]
+            if (self.root / "data" / "OrderItem.csv").exists()
+            else {}
+        )
+        state = (
+            self.accounts.set_index("Id")["ShippingState"]
+            if (self.root / "data" / "Account.csv").exists()
+            else {}
+        )
+        return c.assign(_product=c["OrderItemId__c"].map(item_product), _state=c["AccountId"].map(state))
+
+    @cached_property
+    def assignments(self) -> pd.DataFrame:
+        h = self.frame("CaseHistory__c")
+        return h[h["Field__c"] == "Owner Assignment"]
+
+    items = cached_property(lambda self: self.frame("OrderItem"))
+    orders = cached_property(lambda self: self.frame("Order"))
+    products = cached_property(lambda self: self.frame("Product2"))
+    accounts = cached_property(lambda self: self.frame("Account"))
+    contacts = cached_property(lambda self: self.frame("Contact"))
+    users = cached_property(lambda self: self.frame("User"))
+    issues = cached_property(lambda self: self.frame("Issue__c"))
+    knowledge = cached_property(lambda self: self.frame("Knowledge__kav"))
+    emails = cached_property(lambda self: self.frame("EmailMessage"))
+    chats = cached_property(lambda self: self.frame("LiveChatTranscript"))
+    latent_cases = cached_property(lambda self: self.bundle.read_latent("Case").set_index("Id"))
+    latent_knowledge = cached_property(lambda self: self.bundle.read_latent("Knowledge__kav").set_index("Id"))
+    latent_issues = cached_property(lambda self: self.bundle.read_latent("Issue__c").set_index("Id"))
+
+    @cached_property
+    def policies(self) -> dict[str, Any]:
+        return dict(json.loads((self.root / "latent" / "world" / "policies.json").read_text()))
+
+    @cached_property
+    def span_start(self) -> pd.Timestamp:
+        prof = self.manifest.get("profile", {})
+        return pd.Timestamp(prof.get("start") or self.frame("Case")["CreatedDate"].min()).normalize()
+
+    @cached_property
+    def span_end(self) -> pd.Timestamp:
+        prof = self.manifest.get("profile", {})
+        return pd.Timestamp(prof.get("end") or self.frame("Case")["CreatedDate"].max()).normalize()
+
+    def issue_key(self, issue_id: str) -> str:
+        return str(self.latent_issues.loc[issue_id, "_issue_key"])
+
+    def policy_article(self, issue_key: str) -> str:
+        lk = self.latent_knowledge
+        hit = lk[(lk["_kind"] == "issue_policy") & (lk["_subject"] == issue_key)]
+        if hit.empty:
+            raise TaskBuildError(f"No knowledge article states the policy of issue `{issue_key}`.")
+        return str(hit.index[0])
+
+
+Sampler = Callable[[random.Random, bool], Instance | None]
+
+
+def fill(
+    task: str,
+    n: int,
+    none_share: float,
+    rng: random.Random,
+    sample: Sampler,
+    max_answer_share: float = 0.3,
+    max_attempts: int = 20000,
+) -> list[Instance]:
+    """Draw instances until `n` are accepted: exactly round(n × none_share) with answer None, no ties, no repeated
+    (task, params), and no non-None answer on more than max_answer_share of the instances.
+
+    `sample(rng, want_none)` tries to build one instance of the wanted kind and returns None when the draw
+    does not qualify (the sampler then draws again).
+    """
+    want_none = round(n * none_share)
+    cap = max(1, math.floor(max_answer_share * n))
+    out: list[Instance] = []
+    seen: set[str] = set()
+    answers: Counter[str] = Counter()
+    nones = 0
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > max_attempts:
+            raise TaskBuildError(
+                f"{task}: only {len(out)} of {n} instances after {max_attempts} draws ({nones} None). The org is "
+                "too small or too uniform for this task; lower --per-task or raise the profile's counts."
+            )
+        need_none = nones < want_none and (len(out) - nones >= n - want_none or rng.random() < none_share)
+        inst = sample(rng, need_none)
+        if inst is None or inst.solution.tie:
+            continue
+        is_none = inst.answer is None
+        if is_none != need_none:
+            continue
+        key = json.dumps(inst.params, sort_keys=True)
+        if key in seen:
+            continue
+        if not is_none and answers[str(inst.answer)] >= cap:
+            continue
+        seen.add(key)
+        if is_none:
+            nones += 1
+        else:
+            answers[str(inst.answer)] += 1
+        out.append(inst)
+    return out
+
+
+def random_window(
+    data: OrgData,
+    rng: random.Random,
+    named_share: float = 0.5,
+    relative_units: tuple[tuple[str, int, int], ...] = (("week", 2, 12), ("month", 1, 12), ("quarter", 1, 4)),
+    kinds: tuple[str, ...] = ("month", "quarter", "season"),
+) -> tuple[date, Window]:
+    """A window and the `today` it is asked on: a named period that has ended by today, or a relative one."""
+    first, last = data.span_start.date(), data.span_end.date()
+    if rng.random() < named_share:
+        kind = rng.choice(kinds)
+        year = rng.randint(first.year - (1 if rng.random() < 0.15 else 0), last.year)
+        name = {"month": rng.choice(MONTHS), "quarter": rng.choice(["Q1", "Q2", "Q3", "Q4"]),
+                "season": rng.choice(["Spring", "Summer", "Fall", "Winter"])}[kind]  # fmt: skip
+        w = named_window(name, year)
+        today = w.end.date() + timedelta(days=rng.randint(0, 420))
+        return today, w
+    unit, lo, hi = rng.choice(relative_units)
+    today = first + timedelta(days=rng.randint(45, (last - first).days + 200))
+    return today, relative_window(today, unit, rng.randint(lo, hi))
+
+
+def today_line(today: date) -> str:
+    return f"## Today's date: {today.isoformat()}"

@@ -1,0 +1,153 @@
+"""`orgseed build` through the real command line, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemas.profile import PROFILE_DIR
+from tests.conftest import REPO, SMALL_PROFILE
+
+
+def orgseed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+    )
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def _profile(tmp_path: Path, old: str, new: str) -> str:
+    text = (PROFILE_DIR / "crmarena.toml").read_text()
+    assert old in text
+    path = tmp_path / "p.toml"
+    path.write_text(text.replace(old, new, 1))
+    return str(path)
+
+
+BAD_INPUTS = [
+    ("unknown profile", lambda t: ["--profile", "crmarna"], "Unknown profile `crmarna`. Did you mean `crmarena`?"),
+    ("malformed TOML", lambda t: ["--profile", _profile(t, "Case = 977", "Case = = 977")], "malformed TOML"),
+    ("negative count", lambda t: ["--profile", _profile(t, "Case = 977", "Case = -3")], "`counts.Case`: -3 is less than"),
+    ("non-numeric count", lambda t: ["--profile", _profile(t, "Case = 977", 'Case = "lots"')], "is not of type 'integer'"),
+    ("unknown object", lambda t: ["--profile", _profile(t, "Issue__c = 12\n", "Issue__c = 12\nTicket = 3\n")],
+     "`counts.Ticket`: unknown object"),
+    ("unknown field", lambda t: ["--profile", _profile(t, "[picklists.Case.Origin]", "[picklists.Case.Channel]")],
+     "`Case` has no field `Channel`"),
+    ("zero scale", lambda t: ["--scale", "0"], "--scale must be a positive number"),
+    ("negative scale", lambda t: ["--scale", "-2"], "--scale must be a positive number"),
+    ("zero shards", lambda t: ["--shards", "0"], "--shards must be at least 1"),
+    ("negative per-task", lambda t: ["--per-task", "-1"], "--per-task must be 0"),
+    ("unknown writer", lambda t: ["--writer", "gpt"], "Unknown --writer `gpt`"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "args", "message"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_gives_one_clear_error_and_touches_nothing(
+    tmp_path: Path, label: str, args, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    res = orgseed("build", "--no-prefect", "--out", str(out), *args(tmp_path))
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.count("error:") == 1
+    assert not out.exists()
+
+
+def test_non_numeric_scale_is_a_usage_error(tmp_path: Path) -> None:
+    res = orgseed("build", "--no-prefect", "--out", str(tmp_path / "o"), "--scale", "big")
+    assert (
+        res.returncode == 2 and "Invalid value for '--scale'" in res.stderr and not (tmp_path / "o").exists()
+    )
+
+
+def test_a_non_empty_folder_needs_force_and_is_left_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "mine.csv").write_text("precious")
+    (out / "notes.txt").write_text("keep me")
+    before = _snapshot(out)
+    res = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out))
+    assert res.returncode == 2 and "is not empty. Pass --force" in res.stderr
+    assert _snapshot(out) == before
+
+
+def test_force_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "home"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    res = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out), "--force")
+    assert res.returncode == 2 and "does not look like an orgseed bundle" in res.stderr
+    assert (out / "thesis.tex").read_text() == "years of work"
+
+
+def test_build_in_process_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    res = orgseed(
+        "build",
+        "--no-prefect",
+        "--profile",
+        str(SMALL_PROFILE),
+        "--out",
+        str(out),
+        "--scale",
+        "0.5",
+        "--seed",
+        "7",
+        "--per-task",
+        "0",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr and "ERROR" not in res.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["seed"] == 7 and manifest["scale"] == 0.5
+    assert manifest["tasks"] is None and not any((out / "tasks").iterdir())  # --per-task 0: a data-only org
+    assert manifest["counts"]["Case"] == 75 and manifest["counts"]["Product2"] == 60
+    assert "CaseHistory__c" in res.stdout and "records/s" in res.stdout
+    # A rebuild over an existing bundle needs --force, and with it gives the same data.
+    again = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out), "--scale", "0.5",
+                    "--seed", "7", "--force", "--per-task", "0")  # fmt: skip
+    assert again.returncode == 0
+    assert json.loads((out / "manifest.json").read_text())["data_sha256"] == manifest["data_sha256"]
+
+
+def test_build_through_prefect_is_quiet_and_identical(tmp_path: Path, small_bundle: Path) -> None:
+    out = tmp_path / "prefect"
+    res = orgseed("build", "--profile", str(SMALL_PROFILE), "--out", str(out), "--shards", "2")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == ""
+    mine = json.loads((out / "manifest.json").read_text())
+    assert mine["build"]["engine"] == "prefect"
+    assert mine["data_sha256"] == json.loads((small_bundle / "manifest.json").read_text())["data_sha256"]
+
+
+def test_build_on_a_dask_cluster_is_quiet_and_identical(tmp_path: Path, small_bundle: Path) -> None:
+    """Shard jobs run in two Dask worker processes that rebuild their context from the bundle's work folder."""
+    out = tmp_path / "dask"
+    res = orgseed(
+        "build", "--profile", str(SMALL_PROFILE), "--out", str(out), "--runner", "dask", "--shards", "2"
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == ""
+    mine = json.loads((out / "manifest.json").read_text())
+    assert mine["build"]["runner"] == "dask"
+    assert mine["data_sha256"] == json.loads((small_bundle / "manifest.json").read_text())["data_sha256"]
+    assert mine["files"] == json.loads((small_bundle / "manifest.json").read_text())["files"]
+    assert not (out / ".work").exists()

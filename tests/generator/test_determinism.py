@@ -1,0 +1,44 @@
+"""Same inputs → byte-identical data, whatever the shard count; another seed → different data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, SMALL_PROFILE, build_local
+
+
+def _manifest(root: Path) -> dict:
+    return json.loads((root / "manifest.json").read_text())
+
+
+def _data_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "data").glob("*.csv"))}
+
+
+def test_shard_count_does_not_change_a_byte(tmp_path: Path, small_bundle: Path) -> None:
+    four = build_local(tmp_path / "four", shards=4)
+    assert _data_files(four) == _data_files(small_bundle)
+    assert _manifest(four)["data_sha256"] == _manifest(small_bundle)["data_sha256"]
+    assert _manifest(four)["files"] == _manifest(small_bundle)["files"]
+
+
+def test_another_seed_changes_the_data(tmp_path: Path, small_bundle: Path) -> None:
+    other = build_local(tmp_path / "seed1", seed=1)
+    assert _manifest(other)["data_sha256"] != _manifest(small_bundle)["data_sha256"]
+    differing = [n for n, b in _data_files(other).items() if b != _data_files(small_bundle)[n]]
+    assert "Case.csv" in differing and "Account.csv" in differing
+
+
+def test_hash_randomisation_does_not_leak_into_the_data(tmp_path: Path, small_bundle: Path) -> None:
+    out = tmp_path / "hashseed"
+    code = (
+        "import sys; from tests.conftest import build_local; from pathlib import Path;"
+        f"build_local(Path({str(out)!r}), profile={str(SMALL_PROFILE)!r})"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=REPO, env={"PYTHONHASHSEED": "4242", "PATH": ""}
+    )
+    assert _data_files(out) == _data_files(small_bundle)

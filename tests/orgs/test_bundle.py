@@ -1,0 +1,77 @@
+"""The bundle contract: Salesforce value formats, headers from the model, hashes, and loud failures."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from orgs.bundle import Bundle, BundleError, data_digest, format_frame
+from schemas.model import load_model
+
+MODEL = load_model()
+DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000\+0000$")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def test_csv_values_use_salesforce_formats(small_bundle: Path) -> None:
+    for spec in MODEL:
+        with (small_bundle / "data" / f"{spec.name}.csv").open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        assert rows[0] == spec.field_names
+        for row in rows[1:]:
+            for f, value in zip(spec.fields, row, strict=True):
+                if value == "":
+                    assert f.nillable, f"{spec.name}.{f.name} empty but required"
+                elif f.type == "datetime":
+                    assert DATETIME.match(value), (spec.name, f.name, value)
+                elif f.type == "date":
+                    assert DATE.match(value)
+                elif f.type == "boolean":
+                    assert value in ("true", "false")
+                elif f.type == "currency":
+                    assert re.match(r"^\d+\.\d{2}$", value)
+
+
+def test_manifest_hashes_match_the_files(small_bundle: Path) -> None:
+    manifest = json.loads((small_bundle / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["format"] == "orgseed-bundle"
+    for rel, digest in manifest["files"].items():
+        assert hashlib.sha256((small_bundle / rel).read_bytes()).hexdigest() == digest
+    assert manifest["data_sha256"] == data_digest(manifest["files"])
+    assert set(manifest["counts"]) == set(MODEL.names)
+    assert Bundle(small_bundle).verify_hashes() == []
+    assert not (small_bundle / ".work").exists()
+
+
+def test_latent_lists_are_json(small_bundle: Path) -> None:
+    latent = pd.read_csv(small_bundle / "latent" / "Case.csv")
+    chains = latent["_agents"].map(json.loads)
+    assert chains.map(len).min() >= 1
+
+
+def test_writing_a_frame_without_a_field_is_refused() -> None:
+    spec = MODEL.get("Issue__c")
+    with pytest.raises(BundleError, match="lacks the field\\(s\\) Description__c"):
+        format_frame(spec, pd.DataFrame({"Id": ["a1MWs0000012u7BMAQ"], "Name": ["x"]}))
+    with pytest.raises(BundleError, match="not fields of the model"):
+        format_frame(spec, pd.DataFrame({"Id": ["x"], "Name": ["x"], "Description__c": [None], "Oops": [1]}))
+
+
+def test_reading_a_truncated_row_names_file_and_line(tmp_path: Path, small_bundle: Path) -> None:
+    src = (small_bundle / "data" / "Issue__c.csv").read_text().splitlines()
+    (tmp_path / "data").mkdir()
+    src[3] = src[3].split(",")[0]
+    (tmp_path / "data" / "Issue__c.csv").write_text("\n".join(src) + "\n")
+    with pytest.raises(BundleError, match=r"Issue__c\.csv:4: row has 1 cells but the header has 3"):
+        Bundle(tmp_path).read_raw("Issue__c", MODEL.get("Issue__c"))
+
+
+def test_missing_manifest_is_explained(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="not an orgseed bundle"):
+        Bundle(tmp_path).read_manifest()

@@ -1,0 +1,333 @@
+"""check_tasks on well-formed task files and on files broken on purpose (one break per test)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.task_files import write_task_files
+from validators.task_solver import TASK_ORDER
+from validators.tasks import Disagreement, check_tasks, check_tasks_report
+
+PER_TASK = 10
+BLOCK = {task: i * PER_TASK for i, task in enumerate(TASK_ORDER)}
+
+
+@pytest.fixture(scope="module")
+def clean_bundle(small_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("task-check") / "bundle"
+    shutil.copytree(small_bundle, root)
+    write_task_files(root, PER_TASK, seed=3)
+    return root
+
+
+@pytest.fixture
+def bundle(clean_bundle: Path, tmp_path: Path) -> Path:
+    """A private copy of the clean bundle, to break."""
+    return Path(shutil.copytree(clean_bundle, tmp_path / "bundle"))
+
+
+def _tasks(root: Path) -> list[dict[str, Any]]:
+    return list(json.loads((root / "tasks" / "tasks.json").read_text(encoding="utf-8")))
+
+
+def _gt(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "tasks" / "ground_truth.jsonl").read_text().splitlines()]
+
+
+def _write(
+    root: Path, tasks: list[dict[str, Any]] | None = None, gt: list[dict[str, Any]] | None = None
+) -> None:
+    if tasks is not None:
+        (root / "tasks" / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
+    if gt is not None:
+        (root / "tasks" / "ground_truth.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gt))
+
+
+def _edit(root: Path, idx: int, change: Callable[[dict[str, Any], dict[str, Any]], None]) -> None:
+    tasks, gt = _tasks(root), _gt(root)
+    change(tasks[idx], gt[idx])
+    _write(root, tasks, gt)
+
+
+def _kinds(found: list[Disagreement]) -> list[tuple[int | None, str, str | None]]:
+    return sorted(((d.idx, d.kind, d.file) for d in found), key=str)
+
+
+def _first(root: Path, task: str, want: Callable[[dict[str, Any]], bool]) -> int:
+    for row in _gt(root):
+        if row["task"] == task and want(row):
+            return int(row["idx"])
+    raise AssertionError(f"no {task} instance fits")
+
+
+def test_clean_files_have_no_disagreements(clean_bundle: Path) -> None:
+    report = check_tasks_report(clean_bundle)
+    assert report.instances == PER_TASK * len(TASK_ORDER)
+    assert report.disagreements == []
+
+
+def test_list_answer_format_is_accepted(bundle: Path) -> None:
+    tasks, gt = _tasks(bundle), _gt(bundle)
+    for doc in tasks:
+        doc["answer"] = [doc["answer"]]
+    for row in gt:
+        row["answer"] = [row["answer"]]
+    _write(bundle, tasks, gt)
+    assert check_tasks(bundle) == []
+
+
+def test_missing_files(bundle: Path) -> None:
+    (bundle / "tasks" / "schema.json").unlink()
+    (bundle / "tasks" / "ground_truth.jsonl").unlink()
+    found = check_tasks(bundle)
+    assert sorted((d.kind, d.expected) for d in found) == [
+        ("missing", "ground_truth.jsonl"),
+        ("missing", "schema.json"),
+    ]
+
+
+def test_wrong_id_prefix_in_answer(bundle: Path) -> None:
+    idx = _first(bundle, "handle_time", lambda r: r["answer"] is not None)
+    product = _gt(bundle)[BLOCK["top_issue_identification"]]["params"]["product_id"]
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["answer"] = g["answer"] = product
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    fmt = [d for d in found if d.kind == "format"]
+    assert {(d.idx, d.file) for d in fmt} >= {(idx, "tasks.json"), (idx, "ground_truth.jsonl")}
+    assert any("key prefix `01t`, expected `005`" in d.message for d in fmt)
+    assert {d.idx for d in found} == {idx}
+
+
+def test_wrong_checksum_in_param(bundle: Path) -> None:
+    idx = BLOCK["policy_violation_identification"]
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        case = g["params"]["case_id"]
+        g["params"]["case_id"] = case[:15] + ("AAA" if case[15:] != "AAA" else "AAB")
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert any(d.kind == "format" and "case-safe suffix" in d.message for d in found)
+    assert {d.idx for d in found} == {idx}
+
+
+def test_gap_in_idx(bundle: Path) -> None:
+    tasks, gt = _tasks(bundle), _gt(bundle)
+    gap = BLOCK["case_routing"] + 3
+    del tasks[gap]
+    del gt[gap]
+    _write(bundle, tasks, gt)
+    found = check_tasks(bundle)
+    messages = [d.message for d in found if d.kind == "format"]
+    assert any(f"idx {gap} is missing" in m for m in messages)
+    assert any("expected N per task" in m for m in messages)
+    # instances after the gap no longer sit at the position equal to their idx
+    assert any(d.idx == gap + 1 and "position" in d.message for d in found)
+
+
+def test_block_order(bundle: Path) -> None:
+    tasks, gt = _tasks(bundle), _gt(bundle)
+    a, b = BLOCK["handle_time"], BLOCK["transfer_count"]
+    for docs in (tasks, gt):
+        docs[a]["task"], docs[b]["task"] = docs[b]["task"], docs[a]["task"]
+        docs[a]["answer"], docs[b]["answer"] = docs[b]["answer"], docs[a]["answer"]
+        key = "params" if "params" in docs[a] else "query"
+        docs[a][key], docs[b][key] = docs[b][key], docs[a][key]
+    _write(bundle, tasks, gt)
+    found = check_tasks(bundle)
+    order = [d for d in found if "belong to" in d.message]
+    assert {(d.idx, d.task, d.expected) for d in order} == {
+        (a, "transfer_count", "handle_time"),
+        (b, "handle_time", "transfer_count"),
+    }
+
+
+def test_wrong_metric(bundle: Path) -> None:
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["reward_metric"] = "exact_match"
+
+    _edit(bundle, 0, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [(0, "format", "tasks.json")]
+    assert "/0/reward_metric" in found[0].message and "fuzzy_match" in found[0].message
+
+
+def test_answer_not_in_article(bundle: Path) -> None:
+    article = _gt(bundle)[0]["params"]["article_id"]
+    path = bundle / "data" / "Knowledge__kav.csv"
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        if row["Id"] == article:
+            row["FAQ_Answer__c"] = "Nothing to see here."
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    found = check_tasks(bundle)
+    affected = {r["idx"] for r in _gt(bundle) if r["params"].get("article_id") == article}
+    assert {d.idx for d in found} == affected
+    assert all(d.kind == "format" and "does not appear in the FAQ_Answer__c" in d.message for d in found)
+
+
+def test_files_disagree(bundle: Path) -> None:
+    idx = _first(bundle, "best_region_identification", lambda r: r["answer"] != "ZZ")
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["answer"] = "ZZ"
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [(idx, "answer_mismatch", "tasks.json"), (idx, "answer_mismatch", "tasks.json")]
+    assert any("ground_truth.jsonl" in d.message and "tasks.json answers" in d.message for d in found)
+
+
+def test_wrong_answer_in_both_files(bundle: Path) -> None:
+    idx = _first(bundle, "case_routing", lambda r: True)
+    original = _gt(bundle)[idx]["answer"]
+    other = next(
+        r["answer"] for r in _gt(bundle) if r["task"] == "handle_time" and r["answer"] not in (None, original)
+    )
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["answer"] = g["answer"] = other
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [
+        (idx, "answer_mismatch", "ground_truth.jsonl"),
+        (idx, "answer_mismatch", "tasks.json"),
+    ]
+    assert all(d.expected == original and d.found == other for d in found)
+
+
+def test_missing_ground_truth_line(bundle: Path) -> None:
+    gt = _gt(bundle)
+    idx = BLOCK["monthly_trend_analysis"] + 1
+    gt = [r for r in gt if r["idx"] != idx]
+    _write(bundle, gt=gt)
+    found = check_tasks(bundle)
+    assert (idx, "missing", "ground_truth.jsonl") in _kinds(found)
+
+
+def test_today_date_missing_from_required(bundle: Path) -> None:
+    idx = BLOCK["transfer_count"]
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["metadata"]["required"] = t["metadata"]["required"].replace("Today's date", "Date")
+        t["metadata"]["required"] = t["metadata"]["required"].replace(
+            g["params"]["today_date"][:10], "(unknown)"
+        )
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [(idx, "format", "tasks.json")]
+    assert "today's date" in found[0].message
+
+
+def test_contact_id_must_be_told(bundle: Path) -> None:
+    idx = BLOCK["named_entity_disambiguation"]
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["metadata"]["required"] = t["metadata"]["required"].replace(g["params"]["contact_id"], "someone")
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [(idx, "format", "tasks.json")]
+    assert "params.contact_id" in found[0].message
+
+
+def test_mixed_window_params(bundle: Path) -> None:
+    idx = _first(bundle, "best_region_identification", lambda r: "end_date" in r["params"])
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        g["params"]["period_name"] = "Winter"
+        g["params"]["year"] = 2021
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert {d.idx for d in found} == {idx}
+    assert any(d.kind == "format" and "never both" in d.message for d in found)
+
+
+def test_end_date_must_be_today(bundle: Path) -> None:
+    idx = BLOCK["monthly_trend_analysis"]
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        g["params"]["end_date"] = "1999-01-01T00:00:00Z"
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert any(
+        d.idx == idx and d.kind == "format" and "end_date should be today_date" in d.message for d in found
+    )
+
+
+def test_bad_json_line(bundle: Path) -> None:
+    path = bundle / "tasks" / "ground_truth.jsonl"
+    lines = path.read_text().splitlines()
+    lines[4] = lines[4][:-1]
+    path.write_text("\n".join(lines) + "\n")
+    found = check_tasks(bundle)
+    assert any(d.kind == "format" and "ground_truth.jsonl:5:" in d.message for d in found)
+    assert (4, "missing", "ground_truth.jsonl") in _kinds(found)
+
+
+def test_candidates_and_margin(bundle: Path) -> None:
+    idx = _first(bundle, "top_issue_identification", lambda r: r["answer"] is not None)
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        key = next(iter(g["candidates"]))
+        g["candidates"][key] += 5
+        g["margin"] = 0
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [
+        (idx, "candidates_mismatch", "ground_truth.jsonl"),
+        (idx, "margin_mismatch", "ground_truth.jsonl"),
+    ]
+
+
+def test_schema_config(bundle: Path) -> None:
+    path = bundle / "tasks" / "schema.json"
+    config = json.loads(path.read_text())
+    case = next(e for e in config if e["object"] == "Case")
+    case["fields"]["OwnerId"] = "The agent who owns the case."
+    case["fields"]["NoSuchField__c"] = "Not a field."
+    config[0], config[1] = config[1], config[0]
+    path.write_text(json.dumps(config))
+    found = check_tasks(bundle)
+    messages = [d.message for d in found]
+    assert all(d.kind == "format" and d.file == "schema.json" for d in found)
+    assert any("Case.OwnerId must say `References User object`" in m for m in messages)
+    assert any("Case.NoSuchField__c is not a field" in m for m in messages)
+    assert any(m.startswith("schema.json/0/object") for m in messages)
+
+
+def test_malformed_documents_are_reported_not_raised(bundle: Path) -> None:
+    tasks_dir = bundle / "tasks"
+    (tasks_dir / "tasks.json").write_text('[1, {"idx": "x"}]')
+    (tasks_dir / "schema.json").write_text('{"a": 1}')
+    (tasks_dir / "ground_truth.jsonl").write_text(
+        '"x"\n{"idx": 1, "task": "handle_time", "params": {"extrema": "mid", "n_cases": 0, '
+        '"today_date": "2020-01-01T00:00:00Z", "period_name": "Winter", "year": "2021"}}\n'
+    )
+    found = check_tasks(bundle)
+    messages = [d.message for d in found]
+    assert all(d.kind in ("format", "missing", "answer_mismatch") for d in found)
+    assert "tasks.json/0: 1 is not of type 'object'. Fix the builder that writes this instance." in messages
+    assert any(m.startswith("schema.json: {'a': 1} is not of type 'array'") for m in messages)
+    assert any(m.startswith("ground_truth.jsonl line 1: 'x' is not of type 'object'") for m in messages)
+    assert any("line 2 at /params/extrema: 'mid' is not one of" in m for m in messages)
+    assert any("params.year must be an integer" in m for m in messages)

@@ -1,0 +1,617 @@
+"""Format checks of the task files: JSON Schemas, idx order and blocks, ids, cross-file agreement.
+
+Used by `validators/tasks.py` (which adds the re-derived answers); every problem is one `Disagreement`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
+
+from schemas.model import SCHEMA_DIR as MODEL_DIR
+from schemas.model import load_model
+from validators.task_solver import TASK_ORDER
+
+SCHEMA_DIR = MODEL_DIR / "tasks"
+SCHEMA_FILES = ("tasks.schema.json", "ground_truth.schema.json", "schema_config.schema.json")
+DATE_TASKS = frozenset(
+    {
+        "monthly_trend_analysis",
+        "top_issue_identification",
+        "named_entity_disambiguation",
+        "handle_time",
+        "transfer_count",
+        "best_region_identification",
+    }
+)
+# Which answers / params hold which kind of id, and that kind's key prefix.
+PREFIX = {"user": "005", "product": "01t", "issue": "a1M", "article": "ka0", "case": "500", "contact": "003"}
+ANSWER_ID = {
+    "case_routing": "user",
+    "handle_time": "user",
+    "transfer_count": "user",
+    "named_entity_disambiguation": "product",
+    "top_issue_identification": "issue",
+    "policy_violation_identification": "article",
+}
+PARAM_ID = {
+    "issue_id": "issue",
+    "product_id": "product",
+    "contact_id": "contact",
+    "case_id": "case",
+    "article_id": "article",
+}
+# Ids the agent must be told (in the query or in metadata.required), per task.
+TOLD_IDS = {
+    "top_issue_identification": ("product_id",),
+    "monthly_trend_analysis": ("product_id",),
+    "named_entity_disambiguation": ("contact_id",),
+    "policy_violation_identification": ("case_id",),
+}
+_SUFFIX = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One problem with the task files.
+
+    kind: `missing` (a file, line or instance is absent), `format` (shape, ids, order, metadata),
+    `answer_mismatch`, `tie` (no single winner: the builder must not emit it), `ambiguous` (several
+    answers where one is expected), `candidates_mismatch`, `margin_mismatch`, `underivable` (the data
+    does not allow an answer: unknown case, article or question).
+    """
+
+    idx: int | None
+    task: str | None
+    kind: str
+    expected: Any
+    found: Any
+    message: str
+    file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- small helpers -------------------------------------------------------------------------------------
+
+
+def _checksum(id15: str) -> str:
+    out = []
+    for chunk in range(3):
+        bits = 0
+        for i, ch in enumerate(id15[chunk * 5 : chunk * 5 + 5]):
+            if "A" <= ch <= "Z":
+                bits |= 1 << i
+        out.append(_SUFFIX[bits])
+    return "".join(out)
+
+
+def id_problem(value: Any, prefix: str) -> str | None:
+    """Why `value` is not an 18-character id with key prefix `prefix` (None when it is one)."""
+    if not isinstance(value, str):
+        return f"expected a {prefix}… id, got {value!r}"
+    if len(value) != 18 or not value.isalnum() or not value.isascii():
+        return f"`{value}` is not an 18-character alphanumeric id"
+    if not value.startswith(prefix):
+        return f"`{value}` has key prefix `{value[:3]}`, expected `{prefix}`"
+    if _checksum(value[:15]) != value[15:]:
+        return f"`{value}` has the wrong case-safe suffix (expected `{_checksum(value[:15])}`)"
+    return None
+
+
+def unwrap(answer: Any) -> Any:
+    """A scalar answer from the scalar or one-element-list form (`[x]`, `[null]`)."""
+    if isinstance(answer, list) and len(answer) == 1:
+        return answer[0]
+    return answer
+
+
+def show(value: Any) -> str:
+    return "null" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+@cache
+def _validators() -> dict[str, jsonschema.Draft202012Validator]:
+    docs = {name: json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8")) for name in SCHEMA_FILES}
+    registry: Registry[Any] = Registry().with_resources(
+        (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
+    )
+    return {name: jsonschema.Draft202012Validator(doc, registry=registry) for name, doc in docs.items()}
+
+
+def _pointer(path: Iterable[Any]) -> str:
+    """A JSON Pointer ("" for the document itself)."""
+    return "".join(f"/{p}" for p in path)
+
+
+def _leaf(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """The most telling sub-error of an anyOf/oneOf failure: a pattern or enum miss beats `not null`."""
+    if not err.context:
+        return err
+    ranked = sorted(err.context, key=lambda e: (e.validator == "type", len(e.absolute_path)))
+    return _leaf(ranked[0])
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    rule = err.validator_value
+    if err.validator == "not" and isinstance(err.instance, Mapping) and isinstance(rule, Mapping):
+        keys = [k for s in rule.get("anyOf", []) for k in s.get("required", [])]
+        present = ", ".join(k for k in keys if k in err.instance)
+        return (
+            f"must not contain {present} here: a window is either relative (end_date, period, "
+            "interval_count) or named (period_name, year), never both"
+        )
+    text = err.message
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def schema_errors(name: str, doc: Any) -> list[tuple[str, str]]:
+    """(JSON pointer, message) for each way `doc` breaks `schemas/tasks/<name>`."""
+    out = []
+    for err in _validators()[name].iter_errors(doc):
+        leaf = _leaf(err)
+        out.append((_pointer(leaf.absolute_path), _message(leaf)))
+    return sorted(set(out))
+
+
+# -- reading -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TaskFiles:
+    tasks: list[Any] | None
+    schema_config: Any
+    ground_truth: list[Any] | None
+    problems: list[Disagreement]
+
+
+def read_task_files(tasks_dir: Path) -> TaskFiles:
+    problems: list[Disagreement] = []
+
+    def load_json(name: str) -> Any:
+        path = tasks_dir / name
+        if not path.exists():
+            problems.append(
+                Disagreement(
+                    None, None, "missing", name, None, f"{path} is missing; run the task builders.", name
+                )
+            )
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            problems.append(
+                Disagreement(
+                    None, None, "format", "valid JSON", None, f"{path}: {exc}; rewrite the file.", name
+                )
+            )
+            return None
+
+    tasks = load_json("tasks.json")
+    schema_config = load_json("schema.json")
+    gt: list[Any] | None = None
+    gt_path = tasks_dir / "ground_truth.jsonl"
+    if not gt_path.exists():
+        problems.append(
+            Disagreement(
+                None,
+                None,
+                "missing",
+                "ground_truth.jsonl",
+                None,
+                f"{gt_path} is missing; the task builders must write one line per instance.",
+                "ground_truth.jsonl",
+            )
+        )
+    else:
+        gt = []
+        for lineno, line in enumerate(gt_path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                gt.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    Disagreement(
+                        None,
+                        None,
+                        "format",
+                        "one JSON object per line",
+                        line[:80],
+                        f"{gt_path}:{lineno}: invalid JSON ({exc.msg}); write one JSON object per line.",
+                        "ground_truth.jsonl",
+                    )
+                )
+    if tasks is not None and not isinstance(tasks, list):
+        problems.append(
+            Disagreement(
+                None, None, "format", "a JSON list", type(tasks).__name__, "tasks.json must be a list."
+            )
+        )
+        tasks = None
+    return TaskFiles(tasks, schema_config, gt, problems)
+
+
+# -- format checks -------------------------------------------------------------------------------------
+
+
+def idx_task(doc: Any) -> tuple[int | None, str | None]:
+    if isinstance(doc, Mapping):
+        idx = doc.get("idx")
+        task = doc.get("task")
+        return (idx if isinstance(idx, int) and not isinstance(idx, bool) else None), (
+            task if isinstance(task, str) else None
+        )
+    return None, None
+
+
+def check_tasks_format(tasks: Sequence[Any]) -> list[Disagreement]:
+    """tasks.json against its schema, plus idx continuity, block order and id checksums."""
+    out: list[Disagreement] = []
+    for pointer, message in schema_errors("tasks.schema.json", list(tasks)):
+        parts = pointer.split("/")
+        pos = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        idx, task = idx_task(tasks[pos]) if pos is not None and pos < len(tasks) else (None, None)
+        out.append(
+            Disagreement(
+                idx,
+                task,
+                "format",
+                "valid per schemas/tasks/tasks.schema.json",
+                pointer,
+                f"tasks.json{pointer}: {message}. Fix the builder that writes this instance.",
+                "tasks.json",
+            )
+        )
+    for pos, doc in enumerate(tasks):
+        idx, task = idx_task(doc)
+        if idx is not None and idx != pos:
+            out.append(
+                Disagreement(
+                    idx,
+                    task,
+                    "format",
+                    pos,
+                    idx,
+                    f"tasks.json[{pos}] has idx {idx}; instances must be listed in idx order with idx = "
+                    "position (0, 1, 2, ... with no gaps or repeats). Renumber the instances.",
+                    "tasks.json",
+                )
+            )
+        if task in ANSWER_ID and isinstance(doc, Mapping):
+            problem = _answer_id_problem(task, doc.get("answer"))
+            if problem:
+                out.append(
+                    Disagreement(
+                        idx, task, "format", PREFIX[ANSWER_ID[task]], doc.get("answer"), problem, "tasks.json"
+                    )
+                )
+    out.extend(check_block_order([idx_task(d) for d in tasks], "tasks.json"))
+    return out
+
+
+def _answer_id_problem(task: str, answer: Any) -> str | None:
+    value = unwrap(answer)
+    if value is None:
+        return None
+    problem = id_problem(value, PREFIX[ANSWER_ID[task]])
+    return f"{task} answer: {problem}; the answer must be a real record id." if problem else None
+
+
+def check_block_order(entries: Sequence[tuple[int | None, str | None]], file: str) -> list[Disagreement]:
+    """Blocks of N instances per task in CRMArena's order (0 knowledge_qa, N monthly_trend_analysis, ...)."""
+    out: list[Disagreement] = []
+    idxs = [i for i, _ in entries if i is not None]
+    seen = Counter(idxs)
+    for dup, count in sorted(seen.items()):
+        if count > 1:
+            out.append(
+                Disagreement(
+                    dup,
+                    None,
+                    "format",
+                    1,
+                    count,
+                    f"{file}: idx {dup} appears {count} times; give every instance its own idx.",
+                    file,
+                )
+            )
+    if idxs:
+        missing = sorted(set(range(max(idxs) + 1)) - set(idxs))
+        for gap in missing[:20]:
+            out.append(
+                Disagreement(
+                    gap,
+                    None,
+                    "format",
+                    gap,
+                    None,
+                    f"{file}: idx {gap} is missing (idx must run "
+                    "0, 1, 2, ... without gaps); renumber the instances or add the missing one.",
+                    file,
+                )
+            )
+    total = len(entries)
+    if total % len(TASK_ORDER):
+        out.append(
+            Disagreement(
+                None,
+                None,
+                "format",
+                f"a multiple of {len(TASK_ORDER)}",
+                total,
+                f"{file} has {total} "
+                f"instances; expected N per task for the {len(TASK_ORDER)} tasks (N x {len(TASK_ORDER)}).",
+                file,
+            )
+        )
+        return out
+    n = total // len(TASK_ORDER)
+    for pos, (idx, task) in enumerate(sorted(entries, key=lambda e: (e[0] is None, e[0] or 0))):
+        want = TASK_ORDER[pos // n] if n else None
+        if task != want:
+            out.append(
+                Disagreement(
+                    idx,
+                    task,
+                    "format",
+                    want,
+                    task,
+                    f"{file}: idx {idx} is a {task} instance but "
+                    f"positions {pos // n * n}..{pos // n * n + n - 1} belong to {want} (block order "
+                    f"{', '.join(TASK_ORDER)}, {n} each). Emit the blocks in that order.",
+                    file,
+                )
+            )
+    return out
+
+
+def check_ground_truth_format(rows: Sequence[Any]) -> list[Disagreement]:
+    out: list[Disagreement] = []
+    for line, row in enumerate(rows, start=1):
+        idx, task = idx_task(row)
+        for pointer, message in schema_errors("ground_truth.schema.json", row):
+            out.append(
+                Disagreement(
+                    idx,
+                    task,
+                    "format",
+                    "valid per schemas/tasks/ground_truth.schema.json",
+                    pointer,
+                    f"ground_truth.jsonl line {line}{' at ' + pointer if pointer else ''}: {message}. Fix the builder that writes it.",
+                    "ground_truth.jsonl",
+                )
+            )
+        if not isinstance(row, Mapping) or task is None:
+            continue
+        params = row.get("params")
+        if isinstance(params, Mapping):
+            for key, kind in PARAM_ID.items():
+                if key in params:
+                    problem = id_problem(params[key], PREFIX[kind])
+                    if problem:
+                        out.append(
+                            Disagreement(
+                                idx,
+                                task,
+                                "format",
+                                PREFIX[kind],
+                                params[key],
+                                f"ground_truth.jsonl "
+                                f"line {line} params.{key}: {problem}; use the record's real id.",
+                                "ground_truth.jsonl",
+                            )
+                        )
+            end, today = params.get("end_date"), params.get("today_date")
+            if isinstance(end, str) and isinstance(today, str) and end != today[:10] + "T00:00:00Z":
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        today[:10] + "T00:00:00Z",
+                        end,
+                        f"ground_truth.jsonl line "
+                        f"{line}: params.end_date should be today_date at 00:00Z (the relative window ends at "
+                        "the start of today); fix end_date or today_date.",
+                        "ground_truth.jsonl",
+                    )
+                )
+        if task in ANSWER_ID:
+            problem = _answer_id_problem(task, row.get("answer"))
+            if problem:
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        PREFIX[ANSWER_ID[task]],
+                        row.get("answer"),
+                        problem,
+                        "ground_truth.jsonl",
+                    )
+                )
+    return out
+
+
+def check_schema_config(config: Any) -> list[Disagreement]:
+    """schema.json against its schema and against the org model (fields exist; lookups say what they reference)."""
+    out = [
+        Disagreement(
+            None,
+            None,
+            "format",
+            "valid per schemas/tasks/schema_config.schema.json",
+            pointer,
+            f"schema.json{pointer}: {message}. Regenerate the schema config from the org model.",
+            "schema.json",
+        )
+        for pointer, message in schema_errors("schema_config.schema.json", config)
+    ]
+    if not isinstance(config, list):
+        return out
+    model = load_model()
+    for entry in config:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("fields"), Mapping):
+            continue
+        name = entry.get("object")
+        if not isinstance(name, str) or not model.has(name):
+            continue
+        spec = model.get(name)
+        for field_name, description in entry["fields"].items():
+            if not spec.has_field(field_name):
+                out.append(
+                    Disagreement(
+                        None,
+                        None,
+                        "format",
+                        f"a field of {name}",
+                        field_name,
+                        f"schema.json: "
+                        f"{name}.{field_name} is not a field of the org model; remove it or add it to "
+                        f"schemas/objects/{name}.json.",
+                        "schema.json",
+                    )
+                )
+                continue
+            f = spec.field(field_name)
+            for target in f.reference_to if f.is_lookup else ():
+                if f"References {target} object" not in str(description):
+                    out.append(
+                        Disagreement(
+                            None,
+                            None,
+                            "format",
+                            f"References {target} object",
+                            description,
+                            f"schema.json: the description of lookup {name}.{field_name} must say "
+                            f"`References {target} object` so agents can follow the relationship.",
+                            "schema.json",
+                        )
+                    )
+    return out
+
+
+def check_agreement(tasks: Sequence[Any], gt: Sequence[Any]) -> list[Disagreement]:
+    """tasks.json and ground_truth.jsonl describe the same instances with the same answers."""
+    out: list[Disagreement] = []
+    by_idx = {i: d for d in tasks for i, _ in [idx_task(d)] if i is not None}
+    gt_by_idx = {i: r for r in gt for i, _ in [idx_task(r)] if i is not None}
+    for idx in sorted(set(by_idx) - set(gt_by_idx)):
+        out.append(
+            Disagreement(
+                idx,
+                idx_task(by_idx[idx])[1],
+                "missing",
+                "a ground_truth.jsonl line",
+                None,
+                f"idx {idx} is in tasks.json but has no line in ground_truth.jsonl; write its params and "
+                "derivation.",
+                "ground_truth.jsonl",
+            )
+        )
+    for idx in sorted(set(gt_by_idx) - set(by_idx)):
+        out.append(
+            Disagreement(
+                idx,
+                idx_task(gt_by_idx[idx])[1],
+                "missing",
+                "a tasks.json instance",
+                None,
+                f"idx {idx} is in ground_truth.jsonl but not in tasks.json; drop the line or add the instance.",
+                "tasks.json",
+            )
+        )
+    for idx in sorted(set(by_idx) & set(gt_by_idx)):
+        t, g = by_idx[idx], gt_by_idx[idx]
+        if not isinstance(t, Mapping) or not isinstance(g, Mapping):
+            continue
+        if t.get("task") != g.get("task"):
+            out.append(
+                Disagreement(
+                    idx,
+                    t.get("task"),
+                    "format",
+                    t.get("task"),
+                    g.get("task"),
+                    f"idx {idx} is a "
+                    f"{t.get('task')} instance in tasks.json but {g.get('task')} in ground_truth.jsonl; the two "
+                    "files must list the same instances.",
+                    "ground_truth.jsonl",
+                )
+            )
+        if unwrap(t.get("answer")) != unwrap(g.get("answer")):
+            out.append(
+                Disagreement(
+                    idx,
+                    t.get("task"),
+                    "answer_mismatch",
+                    unwrap(g.get("answer")),
+                    unwrap(t.get("answer")),
+                    f"idx {idx}: tasks.json answers {show(unwrap(t.get('answer')))} but ground_truth.jsonl "
+                    f"{show(unwrap(g.get('answer')))}; both must come from the same derivation.",
+                    "tasks.json",
+                )
+            )
+    return out
+
+
+def check_metadata(tasks: Sequence[Any], gt: Sequence[Any]) -> list[Disagreement]:
+    """Date tasks tell the agent today's date; NED/PVI/TII/MTA tell it the ids it needs."""
+    out: list[Disagreement] = []
+    gt_by_idx = {i: r for r in gt for i, _ in [idx_task(r)] if i is not None}
+    for doc in tasks:
+        idx, task = idx_task(doc)
+        row = gt_by_idx.get(idx) if idx is not None else None
+        if (
+            not isinstance(doc, Mapping)
+            or not isinstance(row, Mapping)
+            or not isinstance(row.get("params"), Mapping)
+        ):
+            continue
+        params = row["params"]
+        meta = doc.get("metadata")
+        required = str(meta.get("required", "")) if isinstance(meta, Mapping) else ""
+        query = str(doc.get("query", ""))
+        if task in DATE_TASKS and isinstance(params.get("today_date"), str):
+            today = params["today_date"][:10]
+            if today not in required:
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        today,
+                        None,
+                        f"idx {idx} ({task}): metadata.required "
+                        f"does not contain today's date {today}; add `## Today's date: {today}` to the policy "
+                        "text.",
+                        "tasks.json",
+                    )
+                )
+        for key in TOLD_IDS.get(str(task), ()):
+            value = params.get(key)
+            if isinstance(value, str) and value not in query and value not in required:
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        value,
+                        None,
+                        f"idx {idx} ({task}): params.{key} {value} "
+                        "appears neither in the query nor in metadata.required, so the agent cannot know it; "
+                        "mention it (CRMArena puts it in the query suffix or the required context).",
+                        "tasks.json",
+                    )
+                )
+    return out

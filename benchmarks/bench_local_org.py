@@ -23,7 +23,6 @@ at scale 10 the serving overhead at most 2× the raw SQL time, summed over the t
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sqlite3
@@ -60,12 +59,10 @@ def build(scale: float) -> Path:
         manifest = json.loads((out / "manifest.json").read_text())
         if manifest.get("status") == "complete" and manifest.get("scale") == scale:
             return out
-    from flows.build import BuildOptions, build_bundle
-    from generator.pipeline import LocalExecutor
+    from flows.build import BuildOptions, run_build
 
     t = time.perf_counter()
-    opts = BuildOptions(profile="crmarena", scale=scale, out=str(out), force=True, engine="local")
-    asyncio.run(build_bundle(opts, LocalExecutor()))
+    run_build(BuildOptions(profile="crmarena", scale=scale, out=str(out), force=True, engine="local"))
     print(f"built scale {scale:g} in {time.perf_counter() - t:.1f} s → {out}", file=sys.stderr)
     return out
 

@@ -6,6 +6,7 @@ unknown profile, a malformed file, wrong arguments) — nothing was changed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.errors import OrgseedError, Terminal
+from schemas.errors import OrgseedError, Terminal, UsageError
 from validators.findings import Report, ValidationFailed
 
 app = typer.Typer(
@@ -299,6 +300,59 @@ def print_validation(report: Report, report_path: str | None) -> None:
         f"{report.fatal} fatal, {report.errors} errors, {report.warnings} warnings{where}.",
         highlight=False,
     )
+
+
+@app.command()
+def serve(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).")],
+    host: Annotated[
+        str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 0,
+    http: Annotated[bool, typer.Option("--http", help="Plain HTTP instead of HTTPS.")] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="ORGSEED_TOKEN", help="Session token clients must send (default: a random one)."),
+    ] = None,
+    today: Annotated[
+        str | None,
+        typer.Option(
+            help="The org's today (YYYY-MM-DD) for TODAY, LAST_N_DAYS:n, ... (default: the day after "
+            "the bundle's time span)."
+        ),
+    ] = None,
+    rebuild: Annotated[bool, typer.Option(help="Rebuild org.sqlite even if it is up to date.")] = False,
+) -> None:
+    """Serve a bundle as a Salesforce-compatible org (SOQL, SOSL, REST) on loopback."""
+    from datetime import date
+
+    from orgs.local.engine import API_VERSION, LocalOrg
+    from orgs.local.serve import LocalServer, check_host
+
+    try:
+        day = date.fromisoformat(today) if today else None
+    except ValueError:
+        fail(UsageError(f"--today must be a date like 2024-06-01 (got {today})."))
+        return
+    try:
+        check_host(host)  # before anything is written into the bundle
+        org = LocalOrg(bundle, today=day, rebuild=rebuild)
+        server = LocalServer(bundle, host=host, port=port, tls=not http, token=token, org=org)
+    except OrgseedError as exc:
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
+    info = org.store.info
+    store = f"built in {info.seconds:.1f} s" if info.rebuilt else "up to date"
+    out.print(f"[bold]orgseed local org[/] serving {bundle} at [bold]{server.url}[/]", highlight=False)
+    out.print(
+        f"store {info.path} ({store}) · today {org.today} ({org.today_source}) · API v{API_VERSION} · "
+        f"Ctrl-C stops",
+        highlight=False,
+    )
+    out.print(server.snippet(), highlight=False, markup=False, soft_wrap=True)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn normally handles the signal itself
+        server.run()
+    err.print("stopped")
 
 
 def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:

@@ -1,0 +1,390 @@
+"""Round-trip latency of the CRMArena tool queries against the local org, beside the same SQL run directly.
+
+    .venv/bin/python benchmarks/bench_local_org.py [--scales 1 10] [--reps 20] [--variants 5] [--profile]
+
+For each scale a bundle is built once into output/bench/local_org_s<scale>/ (reused afterwards). Then, for
+each tool of reference crmarena.md §9 (the SOQL/SOSL the CRMArena harness sends), `--variants` parameter
+sets are drawn from the data and each query is timed `--reps` times:
+
+- served: the unmodified simple-salesforce client over HTTPS to `orgseed serve`'s server (in a thread of
+  this process), `query_all` / `search`, i.e. everything an agent pays: HTTP, TLS, parsing, compiling (plans
+  are cached by query text, as in a long benchmark run), SQLite, shaping records and JSON.
+- raw SQL: the SQL the compiler produced for that query, with its parameters, on a plain sqlite3
+  connection to the same org.sqlite (`fetchall()`).
+
+Also timed: `client`, simple-salesforce's own decoding of the response body (json + OrderedDict), and
+`in-process`, LocalOrg.query/search + JSON encoding without HTTP. Serving overhead = served − raw − client
+(HTTP + translation); translation overhead = in-process − raw. CPU times are the process's (client and
+server share it), which other processes' load does not inflate. Targets: served p50 under 5 ms at scale 1;
+at scale 10 the serving overhead at most 2× the raw SQL time, summed over the tool mix.
+`--profile` profiles the in-process path (LocalOrg.query/search + JSON encoding) with pyinstrument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from orgs.local.engine import LocalOrg  # noqa: E402
+from orgs.local.serve import LocalServer  # noqa: E402
+from orgs.local.sosl import register_matcher  # noqa: E402
+
+
+@dataclass
+class Tool:
+    name: str
+    queries: list[str] = field(default_factory=list)
+
+
+def build(scale: float) -> Path:
+    out = REPO / "output" / "bench" / f"local_org_s{scale:g}"
+    if (out / "manifest.json").exists():
+        manifest = json.loads((out / "manifest.json").read_text())
+        if manifest.get("status") == "complete" and manifest.get("scale") == scale:
+            return out
+    from flows.build import BuildOptions, run_build
+
+    t = time.perf_counter()
+    run_build(BuildOptions(profile="crmarena", scale=scale, out=str(out), force=True, engine="local"))
+    print(f"built scale {scale:g} in {time.perf_counter() - t:.1f} s → {out}", file=sys.stderr)
+    return out
+
+
+def csv(root: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(root / "data" / f"{name}.csv", dtype=str, keep_default_na=False)
+
+
+def tool_queries(root: Path, variants: int) -> list[Tool]:
+    """The harness's queries (crmarena.md §9), with parameters spread over the data."""
+    cases = csv(root, "Case")
+    items = csv(root, "OrderItem")
+    orders = csv(root, "Order").set_index("Id")
+    contacts = csv(root, "Contact")
+    products = csv(root, "Product2")
+    chats = csv(root, "LiveChatTranscript")
+    pick = lambda frame, k: frame.iloc[(k * 7919) % len(frame)]  # noqa: E731
+    windows = []
+    for k in range(variants):
+        year, month = 2021 + k % 3, 1 + (3 * k) % 12
+        end_month = month + 3
+        end = f"{year + (end_month - 1) // 12}-{(end_month - 1) % 12 + 1:02d}-01T00:00:00Z"
+        windows.append((f"{year}-{month:02d}-01T00:00:00Z", end))
+    tools = [
+        Tool(n)
+        for n in (
+            "get_agent_handled_cases_by_period",
+            "get_non_transferred_case_ids",
+            "get_agent_transferred_cases_by_period",
+            "get_cases",
+            "get_shipping_state",
+            "get_order_item_ids_by_product",
+            "get_issue_counts",
+            "get_account_id_by_contact_id",
+            "get_purchase_history",
+            "search_knowledge_articles",
+            "search_products",
+            "get_issues",
+            "get_email_messages_by_case_id",
+            "get_livechat_transcript_by_case_id",
+        )
+    ]
+    by = {t.name: t for t in tools}
+    terms = [
+        "store credit",
+        "refund",
+        "warranty claim",
+        "exchange",
+        "shipping delay",
+        "cancel order",
+        "loyalty",
+    ]
+    for k in range(variants):
+        s, e = windows[k]
+        case = pick(cases, k)
+        by["get_agent_handled_cases_by_period"].queries.append(
+            f"SELECT NewValue__c, CreatedDate FROM CaseHistory__c WHERE CreatedDate >= {s} AND CreatedDate <= {e} "
+            "AND Field__c = 'Owner Assignment'"
+        )
+        by["get_non_transferred_case_ids"].queries.append(
+            f"SELECT CaseId__c FROM CaseHistory__c WHERE Field__c='Owner Assignment' AND CreatedDate >= {s} AND "
+            f"CreatedDate <= {e} GROUP BY CaseId__c HAVING COUNT(Id) = 1"
+        )
+        by["get_agent_transferred_cases_by_period"].queries.append(
+            f"SELECT OldValue__c, CreatedDate FROM CaseHistory__c WHERE Field__c='Owner Assignment' AND OldValue__c != "
+            f"NULL AND CreatedDate >= {s} AND CreatedDate <= {e}"
+        )
+        agents = sorted(set(cases["OwnerId"].iloc[[(k * 31 + j * 97) % len(cases) for j in range(5)]]))
+        by["get_cases"].queries.append(
+            f"SELECT OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE CreatedDate >= {s} AND "
+            f"CreatedDate < {e} AND OwnerId IN {tuple(agents)!r} AND Status = 'Closed'".replace('"', "'")
+        )
+        accts = tuple(cases["AccountId"].iloc[[(k * 13 + j * 101) % len(cases) for j in range(10)]])
+        by["get_shipping_state"].queries.append(
+            f"SELECT Id, ShippingState FROM Account WHERE Id IN {accts!r}"
+        )
+        product = pick(products, k)["Id"]
+        by["get_order_item_ids_by_product"].queries.append(
+            f"SELECT Id FROM OrderItem WHERE Product2Id = '{product}'"
+        )
+        oi = tuple(items.loc[items["Product2Id"] == product, "Id"])[:300] or (pick(items, k)["Id"],)
+        oi_list = "('" + "', '".join(oi) + "')"
+        by["get_issue_counts"].queries.append(
+            f"SELECT IssueId__c, COUNT(Id) IssueCount FROM Case WHERE OrderItemId__c IN {oi_list} AND CreatedDate >= "
+            f"2020-01-01T00:00:00Z AND CreatedDate <= 2024-06-01T00:00:00Z GROUP BY IssueId__c ORDER BY COUNT(Id) DESC"
+        )
+        by["get_account_id_by_contact_id"].queries.append(
+            f"SELECT AccountId FROM Contact WHERE Id = '{pick(contacts, k)['Id']}' LIMIT 1"
+        )
+        item = pick(items, k)
+        order = orders.loc[item["OrderId"]]
+        by["get_purchase_history"].queries.append(
+            f"SELECT Product2Id FROM OrderItem WHERE OrderItem.Order.AccountId = '{order['AccountId']}' AND "
+            f"OrderItem.Order.EffectiveDate = {order['EffectiveDate']} AND Product2Id IN ('{item['Product2Id']}', "
+            f"'{product}') AND OrderItem.Order.Status = 'Activated'"
+        )
+        by["search_knowledge_articles"].queries.append(
+            f"FIND {{{terms[k % len(terms)]}}} IN ALL FIELDS RETURNING Knowledge__kav(Id, Title, FAQ_Answer__c "
+            "WHERE PublishStatus='Online' AND Language='en_US')"
+        )
+        by["search_products"].queries.append(
+            f"FIND {{{products['Name'].iloc[(k * 37) % len(products)].split()[-1]}}} IN ALL FIELDS RETURNING "
+            "Product2(Id, Name, Description)"
+        )
+        by["get_issues"].queries.append("SELECT Id, Name FROM Issue__c")
+        by["get_email_messages_by_case_id"].queries.append(
+            f"SELECT Subject, TextBody, FromAddress, ToAddress, MessageDate FROM EmailMessage WHERE ParentId = "
+            f"'{case['Id']}'"
+        )
+        by["get_livechat_transcript_by_case_id"].queries.append(
+            f"SELECT Body, EndTime FROM LiveChatTranscript WHERE CaseId = '{pick(chats, k)['CaseId']}'"
+        )
+    return tools
+
+
+def raw_runner(org: LocalOrg, db: sqlite3.Connection, query: str) -> Callable[[], int]:
+    """The compiled SQL of `query`, run straight on SQLite."""
+    if query.startswith("FIND"):
+        plan = org.search_plan(query)
+        for obj in plan.objects:
+            if obj.matcher is not None:
+                register_matcher(db, obj.matcher)
+
+        def run_search() -> int:
+            return sum(len(db.execute(o.sql, o.params).fetchall()) for o in plan.objects)
+
+        return run_search
+    soql = org.plan(query)
+
+    def run() -> int:
+        return len(db.execute(soql.sql, soql.params).fetchall())
+
+    return run
+
+
+def inproc_runner(org: LocalOrg, query: str) -> Callable[[], int]:
+    """The org's own work without HTTP: LocalOrg.query/search (compile cache, SQL, records) + JSON."""
+    if query.startswith("FIND"):
+        return lambda: len(orjson.dumps(org.search(query)))
+    return lambda: len(orjson.dumps(org.query(query, batch=2000)))
+
+
+def served_runner(sf: Any, query: str) -> Callable[[], int]:
+    if query.startswith("FIND"):
+        return lambda: len(sf.search(query)["searchRecords"])
+    return lambda: len(sf.query_all(query)["records"])
+
+
+def decode_runner(server: LocalServer, query: str) -> Callable[[], int]:
+    """The client's own share: simple-salesforce decoding the response body (json + OrderedDict)."""
+    path = "search/" if query.startswith("FIND") else "query/"
+    body = (
+        server.session()
+        .get(
+            f"{server.url}/services/data/v59.0/{path}",
+            params={"q": query},
+            headers={"Authorization": f"Bearer {server.token}"},
+            timeout=60,
+        )
+        .content
+    )
+    return lambda: len(json.loads(body, object_pairs_hook=OrderedDict))
+
+
+def timings(fn: Callable[[], int], reps: int) -> tuple[list[float], list[float], int]:
+    """Wall-clock and CPU milliseconds per call. CPU time is the whole process's (the server runs in a
+    thread of it), so it counts client + server work and is not inflated by other processes' load."""
+    rows = fn()
+    fn()  # warm caches
+    wall, cpu = [], []
+    for _ in range(reps):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        cpu.append((time.process_time() - c) * 1000)
+        wall.append((time.perf_counter() - t) * 1000)
+    return wall, cpu, rows
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def bench_scale(scale: float, reps: int, variants: int, profile: bool) -> dict[str, Any]:
+    root = build(scale)
+    tools = tool_queries(root, variants)
+    server = LocalServer(root).start()
+    org = server.org
+    sf = server.client()
+    db = sqlite3.connect(f"file:{org.store.path}?mode=ro", uri=True)
+    for pragma in ("query_only = 1", "mmap_size = 268435456", "cache_size = -65536", "temp_store = MEMORY"):
+        db.execute(f"PRAGMA {pragma}")
+    rows_out = []
+    all_served: list[float] = []
+    all_cpu: list[float] = []
+    try:
+        for tool in tools:
+            served: list[float] = []
+            raw: list[float] = []
+            decode: list[float] = []
+            served_cpu: list[float] = []
+            raw_cpu: list[float] = []
+            decode_cpu: list[float] = []
+            inproc: list[float] = []
+            nrows = []
+            for query in tool.queries:
+                s, sc, n = timings(served_runner(sf, query), reps)
+                r, rc, _ = timings(raw_runner(org, db, query), reps)
+                d, dc, _ = timings(decode_runner(server, query), reps)
+                ip, _, _ = timings(inproc_runner(org, query), reps)
+                inproc += ip
+                served += s
+                raw += r
+                decode += d
+                served_cpu += sc
+                raw_cpu += rc
+                decode_cpu += dc
+                nrows.append(n)
+            all_served += served
+            all_cpu += served_cpu
+            rows_out.append(
+                {
+                    "tool": tool.name,
+                    "rows": statistics.mean(nrows),
+                    "served_p50": pct(served, 0.5),
+                    "served_p95": pct(served, 0.95),
+                    "raw_p50": pct(raw, 0.5),
+                    "raw_p95": pct(raw, 0.95),
+                    "decode_p50": pct(decode, 0.5),
+                    "inproc_p50": pct(inproc, 0.5),
+                    "served_cpu_p50": pct(served_cpu, 0.5),
+                    "raw_cpu_p50": pct(raw_cpu, 0.5),
+                    "decode_cpu_p50": pct(decode_cpu, 0.5),
+                }
+            )
+        if profile:
+            run_profile(org, tools)
+    finally:
+        server.stop()
+        db.close()
+    return {
+        "scale": scale,
+        "tools": rows_out,
+        "served_p50": pct(all_served, 0.5),
+        "served_p95": pct(all_served, 0.95),
+        "served_cpu_p50": pct(all_cpu, 0.5),
+        "served_cpu_p95": pct(all_cpu, 0.95),
+        "load": os.getloadavg()[0],
+    }
+
+
+def run_profile(org: LocalOrg, tools: list[Tool]) -> None:
+    from pyinstrument import Profiler
+
+    queries = [q for t in tools for q in t.queries]
+    profiler = Profiler(interval=0.0002)
+    profiler.start()
+    for _ in range(20):
+        for q in queries:
+            result = org.search(q) if q.startswith("FIND") else org.query(q)
+            json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+    profiler.stop()
+    print(profiler.output_text(unicode=True, color=False, show_all=False), file=sys.stderr)
+
+
+def report(result: dict[str, Any]) -> None:
+    scale = result["scale"]
+    print(
+        f"\nscale {scale:g}  (ms; served = simple-salesforce over HTTPS; raw = the compiled SQL on sqlite3; "
+        "client = simple-salesforce decoding the body; serving overhead = served − raw − client)"
+    )
+    head = (
+        f"{'tool':38} {'rows':>6} {'served p50':>10} {'p95':>7} {'raw p50':>8} {'p95':>7} {'client':>7} "
+        f"{'overhead':>9}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in result["tools"]:
+        overhead = r["served_p50"] - r["raw_p50"] - r["decode_p50"]
+        print(
+            f"{r['tool']:38} {r['rows']:6.0f} {r['served_p50']:10.2f} {r['served_p95']:7.2f} {r['raw_p50']:8.3f} "
+            f"{r['raw_p95']:7.3f} {r['decode_p50']:7.2f} {overhead:9.2f}"
+        )
+    print(
+        f"all tool queries: served p50 {result['served_p50']:.2f} ms, p95 {result['served_p95']:.2f} ms (wall); "
+        f"CPU p50 {result['served_cpu_p50']:.2f} ms, p95 {result['served_cpu_p95']:.2f} ms; "
+        f"load average {result['load']:.1f} on {os.cpu_count()} CPUs"
+    )
+    raw = sum(r["raw_p50"] for r in result["tools"])
+    inproc = sum(r["inproc_p50"] for r in result["tools"])
+    print(
+        f"Σ over tools, in-process (LocalOrg + JSON, no HTTP): {inproc:.2f} ms; translation overhead "
+        f"{inproc - raw:.2f} ms = {(inproc - raw) / raw:.2f}× raw"
+    )
+    for label, suffix in (("wall", "_p50"), ("CPU ", "_cpu_p50")):
+        raw = sum(r["raw" + suffix] for r in result["tools"])
+        served = sum(r["served" + suffix] for r in result["tools"])
+        client = sum(r["decode" + suffix] for r in result["tools"])
+        print(
+            f"Σ over tools, {label}: raw {raw:.2f} ms, served {served:.2f} ms, client decoding {client:.2f} ms; "
+            f"serving overhead {served - raw - client:.2f} ms = {(served - raw - client) / raw:.2f}× raw "
+            f"({(served - raw) / raw:.2f}× counting the client's decoding)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scales", nargs="+", type=float, default=[1.0, 10.0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--variants", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json", type=Path, help="Also write the figures to this file.")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, today {date.today()}")
+    results = [bench_scale(s, args.reps, args.variants, args.profile) for s in args.scales]
+    for r in results:
+        report(r)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

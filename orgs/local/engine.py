@@ -1,0 +1,448 @@
+"""The local org: a bundle's store answering SOQL, SOSL, describe and record reads, in REST shapes.
+
+`LocalOrg` knows nothing about HTTP; `api.py` maps requests onto it (and a Bulk API 2.0 router could be
+added beside the REST one, reusing `LocalOrg.run_soql`). Results are built in the exact JSON shapes
+Salesforce returns: `attributes {type, url}`, nested parent records (or null), nested child query
+results (or null), `AggregateResult` rows with `expr0...` keys, and query locators for paging.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import string
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from orgs.bundle import Bundle
+from orgs.local.errors import NotFound, OrgApiError
+from orgs.local.soql import Plan, compile_soql
+from orgs.local.soql.filters import ID_RE, to18
+from orgs.local.soql.plan import ChildOut, FieldOut, Out, ParentOut, RecordShape
+from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
+from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
+from orgs.local.store import Store
+from schemas.model import ObjectSpec, OrgModel, load_model
+
+API_VERSION = "59.0"
+PAGE_SIZE = 2000
+MIN_BATCH = 200
+PLAN_CACHE = 512
+MAX_CURSORS = 64
+CURSOR_TTL = 15 * 60.0
+_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass
+class Cursor:
+    plan: Plan
+    rows: list[tuple[Any, ...]]
+    batch: int
+    endpoint: str  # query | queryAll
+    touched: float = field(default_factory=time.monotonic)
+
+
+def default_today(bundle: Bundle, manifest: dict[str, Any] | None = None) -> tuple[date, str]:
+    """The day the org's "today" is, and where it came from.
+
+    The day after the bundle's time span ends (the profile's `[time] end`), so relative dates (TODAY,
+    LAST_N_DAYS:n, ...) give the same answers on every run. Falls back to the day after the latest date
+    in the data when the profile cannot be read.
+    """
+    manifest = manifest or bundle.read_manifest()
+    span = manifest.get("time") or {}
+    if isinstance(span, dict) and span.get("end"):
+        return date.fromisoformat(str(span["end"])[:10]) + timedelta(days=1), "manifest time.end"
+    profile = manifest.get("profile") or {}
+    for ref in (profile.get("path"), profile.get("name")):
+        if not ref:
+            continue
+        try:
+            from schemas.profile import load_profile
+
+            loaded = load_profile(str(ref))
+        except Exception:  # the profile moved or changed; try the next reference
+            continue
+        return loaded.span.end + timedelta(days=1), f"profile {loaded.name} time.end"
+    return _latest_day(bundle) + timedelta(days=1), "latest date in the data"
+
+
+def _latest_day(bundle: Bundle) -> date:
+    latest = date(1970, 1, 1)
+    conn = sqlite3.connect(f"file:{bundle.root / 'org.sqlite'}?mode=ro", uri=True)
+    try:
+        for spec in load_model():
+            for f in spec.fields:
+                if f.type in ("date", "datetime"):
+                    row = conn.execute(
+                        f"SELECT MAX(substr({quote(f.name)},1,10)) FROM {quote(spec.name)}"
+                    ).fetchone()
+                    if row and row[0]:
+                        latest = max(latest, date.fromisoformat(row[0]))
+    finally:
+        conn.close()
+    return latest
+
+
+class LocalOrg:
+    """A bundle served as an org. Thread-safe; SQLite connections are per thread and read-only."""
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        today: date | None = None,
+        model: OrgModel | None = None,
+        rebuild: bool = False,
+    ) -> None:
+        self.bundle = Bundle(root)
+        self.model = model or load_model()
+        self.manifest = self.bundle.read_manifest()
+        self.store = Store.open(self.bundle.root, self.model, rebuild=rebuild)
+        if today is None:
+            self.today, self.today_source = default_today(self.bundle, self.manifest)
+        else:
+            self.today, self.today_source = today, "given"
+        self.org_id = "00D" + self.manifest["data_sha256"][:12].upper() + "AAA"
+        self._plans: OrderedDict[str, Plan | SearchPlan] = OrderedDict()
+        self._cursors: OrderedDict[str, Cursor] = OrderedDict()
+        self._lock = threading.Lock()
+        self.requests = 0
+
+    # -- SOQL ---------------------------------------------------------------------------------------------
+
+    def plan(self, soql: str) -> Plan:
+        with self._lock:
+            found = self._plans.get(soql)
+            if isinstance(found, Plan):
+                self._plans.move_to_end(soql)
+                return found
+        plan = compile_soql(soql, self.model, self.today)
+        with self._lock:
+            self._plans[soql] = plan
+            if len(self._plans) > PLAN_CACHE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def run_soql(self, soql: str) -> tuple[Plan, list[tuple[Any, ...]]]:
+        """Compile and run a query: its plan and all its SQL rows (for REST paging, Bulk, ground truth)."""
+        plan = self.plan(soql)
+        rows = self.store.connection().execute(plan.sql, plan.params).fetchall()
+        return plan, rows
+
+    def query(
+        self,
+        soql: str,
+        version: str = API_VERSION,
+        *,
+        include_deleted: bool = False,
+        batch: int | None = None,
+    ) -> dict[str, Any]:
+        """The first page of a query, as `/query` answers (`/queryAll`: the store has no deleted rows)."""
+        if not soql or not soql.strip():
+            raise OrgApiError(
+                "A query string is required: pass it as the q parameter.", error_code="MALFORMED_QUERY"
+            )
+        plan, rows = self.run_soql(soql)
+        if plan.kind == "count":
+            return {"totalSize": int(rows[0][0]), "done": True, "records": []}
+        if plan.kind == "aggregate":
+            records = [self.aggregate_record(plan, r) for r in rows]
+            return {"totalSize": len(records), "done": True, "records": records}
+        size = PAGE_SIZE if batch is None else max(MIN_BATCH, min(PAGE_SIZE, batch))
+        endpoint = "queryAll" if include_deleted else "query"
+        return self.page(Cursor(plan, rows, size, endpoint), 0, version)
+
+    def query_more(self, locator: str, version: str = API_VERSION) -> dict[str, Any]:
+        """A following page: `locator` is `<cursor id>-<offset>` from `nextRecordsUrl`."""
+        cursor_id, _, offset_text = locator.rpartition("-")
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            cursor = self._cursors.get(cursor_id)
+            if cursor is not None:
+                cursor.touched = now
+                self._cursors.move_to_end(cursor_id)
+        if cursor is None or not offset_text.isdigit() or int(offset_text) >= len(cursor.rows):
+            raise OrgApiError("invalid query locator", error_code="INVALID_QUERY_LOCATOR")
+        return self.page(cursor, int(offset_text), version, cursor_id)
+
+    def page(self, cursor: Cursor, offset: int, version: str, cursor_id: str | None = None) -> dict[str, Any]:
+        rows = cursor.rows
+        chunk = rows[offset : offset + cursor.batch]
+        assert cursor.plan.shape is not None
+        records = self.shape(chunk, cursor.plan.shape, version)
+        result: dict[str, Any] = {"totalSize": len(rows), "done": True}
+        nxt = offset + cursor.batch
+        if nxt < len(rows):
+            if cursor_id is None:
+                cursor_id = "01g" + "".join(secrets.choice(_ALPHABET) for _ in range(15))
+                with self._lock:
+                    self._cursors[cursor_id] = cursor
+                    while len(self._cursors) > MAX_CURSORS:
+                        self._cursors.popitem(last=False)
+            result["done"] = False
+            result["nextRecordsUrl"] = f"/services/data/v{version}/{cursor.endpoint}/{cursor_id}-{nxt}"
+        elif cursor_id is not None:
+            with self._lock:
+                self._cursors.pop(cursor_id, None)
+        result["records"] = records
+        return result
+
+    def _expire(self, now: float) -> None:
+        stale = [k for k, c in self._cursors.items() if now - c.touched > CURSOR_TTL]
+        for k in stale:
+            del self._cursors[k]
+
+    # -- SOSL ---------------------------------------------------------------------------------------------
+
+    def search_plan(self, sosl: str) -> SearchPlan:
+        key = "\x00sosl\x00" + sosl
+        with self._lock:
+            found = self._plans.get(key)
+        if isinstance(found, SearchPlan):
+            return found
+        plan = compile_sosl(sosl, self.model, self.today)
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > PLAN_CACHE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def search(self, sosl: str, version: str = API_VERSION) -> dict[str, Any]:
+        """A SOSL search, as `/search` answers: `{"searchRecords": [...]}` (per object, in order)."""
+        if not sosl or not sosl.strip():
+            raise OrgApiError(
+                "A search string is required: pass it as the q parameter.", error_code="MALFORMED_SEARCH"
+            )
+        plan = self.search_plan(sosl)
+        conn = self.store.connection()
+        out: list[dict[str, Any]] = []
+        left = plan.limit
+        for obj in plan.objects:
+            if left <= 0:
+                break
+            if obj.matcher is not None:
+                register_matcher(conn, obj.matcher)
+            rows = conn.execute(obj.sql, obj.params).fetchmany(left)
+            left -= len(rows)
+            out.extend(self.shape(rows, obj.shape, version))
+        return {"searchRecords": out}
+
+    # -- shaping ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def aggregate_record(plan: Plan, row: tuple[Any, ...]) -> dict[str, Any]:
+        rec: dict[str, Any] = {"attributes": {"type": "AggregateResult"}}
+        for c in plan.columns:
+            v = row[c.col]
+            rec[c.key] = bool(v) if c.boolean and v is not None else v
+        return rec
+
+    def shape(self, rows: list[tuple[Any, ...]], shape: RecordShape, version: str) -> list[dict[str, Any]]:
+        """SQL rows → records (running the page's parent-to-child subqueries first)."""
+        base = f"/services/data/v{version}/sobjects/"
+        children: dict[str, ChildRows] = {}
+        if rows:
+            ids: str | None = None
+            for it in shape.items:
+                if not isinstance(it, ChildOut):
+                    continue
+                ids = ids or json.dumps([r[shape.id_col] for r in rows])
+                groups: dict[str, list[tuple[Any, ...]]] = {}
+                params = {**it.plan.params, "parent_ids": ids}
+                for crow in self.store.connection().execute(it.plan.sql, params):
+                    groups.setdefault(str(crow[it.plan.fk_col]).lower(), []).append(crow)
+                children[it.key] = ChildRows(groups, _record_builder(it.plan.shape, base, {}))
+        build = _record_builder(shape, base, children)
+        return [build(row) for row in rows]
+
+    # -- records ------------------------------------------------------------------------------------------
+
+    def sobject(self, name: str) -> ObjectSpec:
+        if not self.model.has(name):
+            raise NotFound(
+                f"The requested resource does not exist: sObject type '{name}' is not in this org.",
+            )
+        return self.model.get(name)
+
+    def record(self, sobject: str, record_id: str, fields: list[str] | None, version: str) -> dict[str, Any]:
+        """GET sobjects/<Obj>/<id>[?fields=a,b]."""
+        spec = self.sobject(sobject)
+        if not ID_RE.match(record_id):
+            raise NotFound(f"Provided external ID field does not exist or is not accessible: {record_id}")
+        wanted = self._fields(spec, fields)
+        cols = ", ".join(quote(f) for f in wanted)
+        row = (
+            self.store.connection()
+            .execute(f'SELECT {cols} FROM {quote(spec.name)} WHERE "Id" = ?', (to18(record_id),))
+            .fetchone()
+        )
+        if row is None:
+            raise NotFound()
+        return self._record(spec, wanted, row, version)
+
+    def record_by_external_id(
+        self, sobject: str, field_name: str, value: str, version: str
+    ) -> dict[str, Any]:
+        """GET sobjects/<Obj>/<ExternalIdField>/<value>."""
+        spec = self.sobject(sobject)
+        if not spec.has_field(field_name) or not (
+            spec.field(field_name).external_id or spec.field(field_name).name == "Id"
+        ):
+            raise NotFound(f"Provided external ID field does not exist or is not accessible: {field_name}")
+        f = spec.field(field_name)
+        if f.name == "Id":
+            return self.record(sobject, value, None, version)
+        wanted = self._fields(spec, None)
+        cols = ", ".join(quote(n) for n in wanted)
+        rows = (
+            self.store.connection()
+            .execute(f"SELECT {cols} FROM {quote(spec.name)} WHERE {quote(f.name)} = ?", (value,))
+            .fetchall()
+        )
+        if not rows:
+            raise NotFound()
+        if len(rows) > 1:
+            raise OrgApiError(
+                f"More than one record has {f.name} = {value}.", error_code="MULTIPLE_CHOICES", status=300
+            )
+        return self._record(spec, wanted, rows[0], version)
+
+    def _fields(self, spec: ObjectSpec, fields: list[str] | None) -> list[str]:
+        if not fields:
+            return spec.field_names
+        out = []
+        for name in fields:
+            if not spec.has_field(name):
+                raise OrgApiError(
+                    NO_SUCH_COLUMN.format(field=name, sobject=spec.name), error_code="INVALID_FIELD"
+                )
+            canonical = spec.field(name).name
+            if canonical not in out:
+                out.append(canonical)
+        return out
+
+    @staticmethod
+    def _record(spec: ObjectSpec, names: list[str], row: tuple[Any, ...], version: str) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "attributes": {
+                "type": spec.name,
+                "url": f"/services/data/v{version}/sobjects/{spec.name}/{row[0]}",
+            }
+        }
+        for name, value in zip(names, row, strict=True):
+            if spec.field(name).type == "boolean" and value is not None:
+                value = bool(value)
+            rec[name] = value
+        if "Id" in names:
+            rec["attributes"]["url"] = f"/services/data/v{version}/sobjects/{spec.name}/{rec['Id']}"
+        return rec
+
+    def record_counts(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        conn = self.store.connection()
+        specs = [self.sobject(n) for n in names] if names else list(self.model)
+        return [
+            {"count": conn.execute(f"SELECT COUNT(*) FROM {quote(s.name)}").fetchone()[0], "name": s.name}
+            for s in specs
+        ]
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@dataclass
+class ChildRows:
+    """A page's children of one subquery, by lower-cased parent id, and how to shape them."""
+
+    groups: dict[str, list[tuple[Any, ...]]]
+    build: Callable[[tuple[Any, ...]], dict[str, Any]]
+
+
+_FACTORIES: OrderedDict[
+    tuple[int, str], tuple[RecordShape, Callable[..., Any], list[tuple[str, int | None]]]
+] = OrderedDict()
+_FACTORIES_LOCK = threading.Lock()
+
+
+def _record_builder(
+    shape: RecordShape, base: str, children: dict[str, ChildRows]
+) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+    """A function turning one SQL row into a record: `attributes`, then the selected items in order."""
+    key = (id(shape), base)
+    with _FACTORIES_LOCK:
+        hit = _FACTORIES.get(key)
+    if hit is None or hit[0] is not shape:
+        factory, child_specs = _make_factory(shape, base)
+        with _FACTORIES_LOCK:
+            _FACTORIES[key] = (shape, factory, child_specs)
+            while len(_FACTORIES) > 2 * PLAN_CACHE:
+                _FACTORIES.popitem(last=False)
+    else:
+        _, factory, child_specs = hit
+    build: Callable[[tuple[Any, ...]], dict[str, Any]] = factory(
+        *[_child_result(children.get(name), limit) for name, limit in child_specs]
+    )
+    return build
+
+
+def _make_factory(shape: RecordShape, base: str) -> tuple[Callable[..., Any], list[tuple[str, int | None]]]:
+    """Generate `factory(children...) -> build(row) -> record`, one dict display per shape.
+
+    A generated dict display is about ten times faster than assembling each record field by field, and
+    records are the hot path of every query. Everything spliced into the source comes from the org model
+    or the plan (object and field names as repr() literals, column numbers); values are only ever read
+    from the row at run time.
+    """
+    namespace: dict[str, Any] = {}
+    child_specs: list[tuple[str, int | None]] = []
+
+    def prefix(sobject: str) -> str:
+        name = f"P{len(namespace)}"
+        namespace[name] = base + sobject + "/"
+        return name
+
+    def record(items: tuple[Out, ...], sobject: str, id_col: int) -> str:
+        parts = [f'"attributes": {{"type": {sobject!r}, "url": {prefix(sobject)} + r[{id_col}]}}']
+        for it in items:
+            if isinstance(it, FieldOut):
+                value = f"r[{it.col}]"
+                if it.boolean:
+                    value = f"(None if r[{it.col}] is None else r[{it.col}] != 0)"
+                parts.append(f"{it.key!r}: {value}")
+            elif isinstance(it, ParentOut):
+                inner = record(it.items, it.sobject, it.id_col)
+                parts.append(f"{it.key!r}: (None if r[{it.id_col}] is None else {inner})")
+            else:
+                parts.append(f"{it.key!r}: C{len(child_specs)}(r[{id_col}])")
+                child_specs.append((it.key, it.plan.limit))
+        return "{" + ", ".join(parts) + "}"
+
+    body = record(shape.items, shape.sobject, shape.id_col)
+    args = ", ".join(f"C{i}" for i in range(len(child_specs)))
+    source = f"def factory({args}):\n    def build(r):\n        return {body}\n    return build\n"
+    exec(compile(source, f"<record builder {shape.sobject}>", "exec"), namespace)
+    return namespace["factory"], child_specs
+
+
+def _child_result(found: ChildRows | None, limit: int | None) -> Callable[[Any], dict[str, Any] | None]:
+    """The nested query result of one parent's children (None when it has none)."""
+
+    def child(parent_id: Any) -> dict[str, Any] | None:
+        rows = found.groups.get(str(parent_id).lower()) if found else None
+        if not rows:
+            return None
+        if limit is not None:
+            rows = rows[:limit]
+        assert found is not None
+        records = [found.build(r) for r in rows]
+        return {"totalSize": len(records), "done": True, "records": records}
+
+    return child

@@ -1,0 +1,117 @@
+"""Errors of the embedded org, shaped like the errors a real Salesforce org returns.
+
+Every error knows its HTTP status and Salesforce `errorCode`; the REST layer turns it into the JSON list
+`[{"message": ..., "errorCode": ...}]` that simple-salesforce maps to its exceptions. Query errors carry
+the position in the query (line, column, offset) and render Salesforce's caret message:
+
+```
+<the query line (or a window of it)>
+<spaces>^
+ERROR at Row:<line>:Column:<column>
+<what is wrong>
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.errors import Terminal
+
+WINDOW = 60  # characters shown either side of the error in long query lines
+
+
+class OrgApiError(Terminal):
+    """An error the local org answers with: HTTP status + Salesforce errorCode + message."""
+
+    status = 400
+    default_code = "BAD_REQUEST"
+
+    def __init__(
+        self, message: str, *, error_code: str | None = None, status: int | None = None, **fields: Any
+    ):
+        code = error_code or self.default_code
+        super().__init__(message, error_code=code, **fields)
+        self.error_code = code
+        if status is not None:
+            self.status = status
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{"message": self.message, "errorCode": self.error_code}]
+
+
+class NotFound(OrgApiError):
+    status = 404
+    default_code = "NOT_FOUND"
+
+    def __init__(self, message: str = "The requested resource does not exist", **fields: Any) -> None:
+        super().__init__(message, **fields)
+
+
+class InvalidSession(OrgApiError):
+    status = 401
+    default_code = "INVALID_SESSION_ID"
+
+    def __init__(self, message: str = "Session expired or invalid", **fields: Any) -> None:
+        super().__init__(message, **fields)
+
+
+def caret_snippet(source: str, offset: int) -> tuple[int, int, str]:
+    """(line, column, snippet) for a 0-based offset: the line (or a window of a long line) and a caret.
+
+    Lines and columns are 1-based, as in Salesforce's `ERROR at Row:1:Column:12`.
+    """
+    offset = max(0, min(offset, len(source)))
+    line = source.count("\n", 0, offset) + 1
+    start = source.rfind("\n", 0, offset) + 1
+    end = source.find("\n", offset)
+    if end < 0:
+        end = len(source)
+    text = source[start:end].rstrip("\r")
+    col = offset - start + 1
+    caret_at = col - 1
+    if len(text) > 2 * WINDOW:
+        lo = max(0, caret_at - WINDOW)
+        hi = min(len(text), caret_at + WINDOW)
+        text = text[lo:hi]
+        caret_at -= lo
+    # tabs keep their width under the caret so it lines up in a terminal
+    pad = "".join("\t" if ch == "\t" else " " for ch in text[:caret_at])
+    return line, col, f"{text}\n{pad}^"
+
+
+class QueryError(OrgApiError):
+    """An error located in a SOQL or SOSL text (line, column and offset are 1-, 1- and 0-based)."""
+
+    default_code = "MALFORMED_QUERY"
+
+    def __init__(
+        self, detail: str, source: str, offset: int, *, error_code: str | None = None, **fields: Any
+    ):
+        line, col, snippet = caret_snippet(source, offset)
+        message = f"\n{snippet}\nERROR at Row:{line}:Column:{col}\n{detail}"
+        super().__init__(
+            message,
+            error_code=error_code,
+            detail=detail,
+            line=line,
+            col=col,
+            offset=offset,
+            snippet=snippet,
+            **fields,
+        )
+        self.detail = detail
+        self.source = source
+        self.line = line
+        self.col = col
+        self.offset = offset
+        self.snippet = snippet
+
+    def recoded(self, error_code: str) -> QueryError:
+        """The same error under another Salesforce code (SOSL reuses the SOQL stages)."""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        Exception.__init__(other, self.message)
+        other.error_code = error_code
+        other.fields = {**self.fields, "error_code": error_code}
+        return other

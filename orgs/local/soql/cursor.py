@@ -1,0 +1,78 @@
+"""The parser's token cursor and its error type (shared by `parser.py` and `conditions.py`)."""
+
+from __future__ import annotations
+
+from orgs.local.soql import ast
+from orgs.local.soql.errors import SoqlError
+from orgs.local.soql.tokens import T, Token
+
+
+class SoqlParseError(SoqlError):
+    """The tokens do not form a SOQL query (a missing clause, a token out of place)."""
+
+
+class TokenCursor:
+    """Moves over a token list; every error names the offending token's position."""
+
+    def __init__(self, source: str, tokens: list[Token]) -> None:
+        self.source = source
+        self.tokens = tokens
+        self.i = 0
+
+    # productions the grammar modules provide
+    def query(self) -> ast.Query:
+        raise NotImplementedError
+
+    def expression(self) -> ast.Expr:
+        raise NotImplementedError
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def peek(self, ahead: int = 1) -> Token:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.i]
+        if tok.kind is not T.EOF:
+            self.i += 1
+        return tok
+
+    def match_kw(self, *words: str) -> Token | None:
+        if self.tok.is_kw(*words):
+            return self.advance()
+        return None
+
+    def match(self, kind: T) -> Token | None:
+        if self.tok.kind is kind:
+            return self.advance()
+        return None
+
+    def error(self, detail: str, tok: Token | None = None, offset: int | None = None) -> SoqlParseError:
+        at = offset if offset is not None else (tok or self.tok).offset
+        return SoqlParseError(detail, self.source, at)
+
+    def unexpected(self, tok: Token | None = None) -> SoqlParseError:
+        tok = tok or self.tok
+        shown = "<EOF>" if tok.kind is T.EOF else tok.text
+        return self.error(f"unexpected token: '{shown}'", tok)
+
+    def expect_kw(self, word: str) -> Token:
+        tok = self.match_kw(word)
+        if tok is None:
+            raise self.unexpected()
+        return tok
+
+    def expect(self, kind: T) -> Token:
+        tok = self.match(kind)
+        if tok is None:
+            raise self.unexpected()
+        return tok
+
+    def ident(self) -> ast.Ident:
+        tok = self.tok
+        if tok.kind is not T.IDENT:
+            raise self.unexpected()
+        self.advance()
+        return ast.Ident(tok.offset, tok.text)

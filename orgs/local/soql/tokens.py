@@ -1,0 +1,263 @@
+"""SOQL text → tokens, each with its line, column and offset.
+
+Keywords are not special here: every word is an IDENT and the parser decides, case-insensitively, what it
+is (SOQL keywords can be field names in other positions). Date and datetime literals are recognised here
+because they are unquoted (`2024-01-05`, `2024-01-05T10:00:00Z`, `...+02:00`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, timezone
+from enum import Enum
+from typing import Any
+
+from orgs.local.soql.errors import SoqlError
+
+
+class SoqlTokenError(SoqlError):
+    """The text cannot be split into SOQL tokens (a stray character, an unclosed string, a bad literal)."""
+
+
+class T(Enum):
+    IDENT = "identifier"
+    STRING = "string"
+    NUMBER = "number"
+    DATE = "date"
+    DATETIME = "datetime"
+    LPAREN = "("
+    RPAREN = ")"
+    COMMA = ","
+    DOT = "."
+    COLON = ":"
+    OP = "operator"
+    EOF = "end of query"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: T
+    text: str  # exactly as written
+    value: Any  # decoded: str for IDENT/STRING, int|float for NUMBER, date/datetime for literals
+    offset: int  # 0-based offset of the first character
+    end: int  # 0-based offset just after the token
+    line: int  # 1-based
+    col: int  # 1-based
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind is T.IDENT else ""
+
+    def is_kw(self, *words: str) -> bool:
+        return self.kind is T.IDENT and self.text.upper() in words
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_TIME = re.compile(r"T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?")
+_ZONE = re.compile(r"Z|z|([+-])([0-9]{2}):?([0-9]{2})")
+_OPS = ("!=", "<>", "<=", ">=", "=", "<", ">")
+_SIMPLE = {"(": T.LPAREN, ")": T.RPAREN, ",": T.COMMA, ".": T.DOT, ":": T.COLON}
+_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_KEEP_ESCAPED = {"%", "_"}  # only meaningful in LIKE patterns: kept as backslash + char
+
+
+def tokenize(source: str, start: int = 0) -> list[Token]:
+    """All tokens of `source` from offset `start`, ending with an EOF token.
+
+    Raises SoqlTokenError with the position. (SOSL tokenizes what follows its `FIND {...}` this way.)
+    """
+    return _Lexer(source, start).run()
+
+
+class _Lexer:
+    def __init__(self, source: str, start: int = 0) -> None:
+        self.src = source
+        self.pos = start
+        self.line = source.count("\n", 0, start) + 1
+        self.line_start = source.rfind("\n", 0, start) + 1
+        self.out: list[Token] = []
+
+    def fail(self, detail: str, offset: int) -> SoqlTokenError:
+        return SoqlTokenError(detail, self.src, offset)
+
+    def emit(self, kind: T, start: int, end: int, value: Any) -> None:
+        self.out.append(
+            Token(kind, self.src[start:end], value, start, end, self.line, start - self.line_start + 1)
+        )
+
+    def run(self) -> list[Token]:
+        src = self.src
+        n = len(src)
+        while self.pos < n:
+            ch = src[self.pos]
+            if ch == "\n":
+                self.pos += 1
+                self.line += 1
+                self.line_start = self.pos
+                continue
+            if ch in " \t\r\f\v":
+                self.pos += 1
+                continue
+            start = self.pos
+            if ch == "'":
+                self.string()
+            elif ch.isdigit():
+                self.number_or_date()
+            elif ch == "-" or ch == "+":
+                if start + 1 < n and src[start + 1].isdigit():
+                    self.number_or_date()
+                else:
+                    raise self.fail(
+                        f"line {self.line}:{start - self.line_start} no viable alternative at character '{ch}'",
+                        start,
+                    )
+            elif ch.isalpha() or ch == "_":
+                m = _IDENT.match(src, start)
+                assert m is not None
+                self.pos = m.end()
+                self.emit(T.IDENT, start, self.pos, m.group())
+            elif ch in _SIMPLE:
+                self.pos += 1
+                self.emit(_SIMPLE[ch], start, self.pos, ch)
+            elif ch in "!<>=":
+                for op in _OPS:
+                    if src.startswith(op, start):
+                        self.pos += len(op)
+                        self.emit(T.OP, start, self.pos, "!=" if op == "<>" else op)
+                        break
+                else:
+                    raise self.fail(
+                        f"line {self.line}:{start - self.line_start} no viable alternative at character '{ch}'",
+                        start,
+                    )
+            else:
+                shown = ch if ch.isprintable() else repr(ch)
+                raise self.fail(
+                    f"line {self.line}:{start - self.line_start} no viable alternative at character '{shown}'",
+                    start,
+                )
+        self.out.append(Token(T.EOF, "", None, n, n, self.line, n - self.line_start + 1))
+        return self.out
+
+    def string(self) -> None:
+        src = self.src
+        start = self.pos
+        i = start + 1
+        chars: list[str] = []
+        while True:
+            if i >= len(src):
+                raise self.fail(
+                    "Invalid string literal: it is never closed. End it with a single quote (') and escape "
+                    "quotes inside it as \\'.",
+                    start,
+                )
+            ch = src[i]
+            if ch == "'":
+                break
+            if ch == "\\":
+                if i + 1 >= len(src):
+                    raise self.fail("Invalid string literal: it ends with a lone backslash.", i)
+                nxt = src[i + 1]
+                if nxt in _ESCAPES:
+                    chars.append(_ESCAPES[nxt])
+                elif nxt in _KEEP_ESCAPED:
+                    chars.append("\\" + nxt)
+                else:
+                    raise self.fail(
+                        f"Invalid string literal '{src[start + 1 : i + 2]}'. Illegal character sequence "
+                        f"'\\{nxt}' in string literal.",
+                        i,
+                    )
+                i += 2
+                continue
+            if ch == "\n":
+                self.line += 1
+                self.line_start = i + 1
+            chars.append(ch)
+            i += 1
+        self.pos = i + 1
+        tok_line = src.count("\n", 0, start) + 1
+        tok_col = start - (src.rfind("\n", 0, start) + 1) + 1
+        self.out.append(
+            Token(T.STRING, src[start : self.pos], "".join(chars), start, self.pos, tok_line, tok_col)
+        )
+
+    def number_or_date(self) -> None:
+        src = self.src
+        start = self.pos
+        sign = ""
+        if src[start] in "+-":
+            sign = src[start]
+            start_digits = start + 1
+        else:
+            start_digits = start
+        dm = _DATE.match(src, start_digits) if not sign else None
+        if dm:
+            self.date_literal(start, dm)
+            return
+        m = _NUMBER.match(src, start_digits)
+        assert m is not None
+        end = m.end()
+        if end < len(src) and (src[end].isalnum() or src[end] == "_"):
+            raise self.fail(
+                f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                end,
+            )
+        text = src[start:end]
+        value: int | float = float(text) if "." in text else int(text)
+        self.pos = end
+        self.emit(T.NUMBER, start, end, value)
+
+    def date_literal(self, start: int, dm: re.Match[str]) -> None:
+        src = self.src
+        y, mo, d = (int(g) for g in dm.groups())
+        try:
+            day = date(y, mo, d)
+        except ValueError:
+            raise self.fail(f"Invalid date: {dm.group()}. Dates are written YYYY-MM-DD.", start) from None
+        end = dm.end()
+        tm = _TIME.match(src, end)
+        if not tm:
+            if end < len(src) and (src[end].isalnum() or src[end] == "_"):
+                raise self.fail(
+                    f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                    end,
+                )
+            self.pos = end
+            self.emit(T.DATE, start, end, day)
+            return
+        hh, mi, ss = (int(g) for g in tm.groups()[:3])
+        frac = tm.group(4) or ""
+        zend = tm.end()
+        zm = _ZONE.match(src, zend)
+        if not zm:
+            shown = src[zend] if zend < len(src) else "<EOF>"
+            raise self.fail(
+                f"line {self.line}:{zend - self.line_start} no viable alternative at character '{shown}'",
+                zend,
+            )
+        if zm.group(1):
+            minutes = int(zm.group(2)) * 60 + int(zm.group(3))
+            tz = timezone(timedelta(minutes=minutes if zm.group(1) == "+" else -minutes))
+        else:
+            tz = UTC
+        micro = int((frac[1:] + "000000")[:6]) if frac else 0
+        try:
+            value = datetime(y, mo, d, hh, mi, ss, micro, tzinfo=tz)
+        except ValueError:
+            raise self.fail(
+                f"Invalid datetime: {src[start : zm.end()]}. Datetimes are written YYYY-MM-DDThh:mm:ssZ "
+                "or with an offset (+hh:mm).",
+                start,
+            ) from None
+        end = zm.end()
+        if end < len(src) and (src[end].isalnum() or src[end] == "_"):
+            raise self.fail(
+                f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                end,
+            )
+        self.pos = end
+        self.emit(T.DATETIME, start, end, value.astimezone(UTC))

@@ -1,0 +1,238 @@
+"""The embedded org's store: `org.sqlite` in the bundle root, built from `data/*.csv`.
+
+One table per object, named and typed from the org model: text columns compare case-insensitively
+(`COLLATE NOCASE`, as SOQL does), booleans are 0/1, numbers are INTEGER/REAL, dates are `YYYY-MM-DD` and
+datetimes keep Salesforce's wire form (`2024-01-05T10:00:00.000+0000`, UTC, fixed width, so text order is
+time order). Ids, lookups and date columns are indexed. Each object with text fields also gets an FTS5
+table `fts_<Object>` (rowid = the record's rowid) for SOSL.
+
+The store is rebuilt only when the bundle changes: `orgseed_meta` records the manifest's `data_sha256`,
+a digest of the org model, the store format and each CSV's size and modification time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orgs.bundle import Bundle, BundleError
+from orgs.local.text import FTS_TOKENIZER, search_text
+from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
+
+STORE_FILE = "org.sqlite"
+STORE_VERSION = "1"
+SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
+INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
+
+SQL_TYPES = {
+    "boolean": "INTEGER",
+    "int": "INTEGER",
+    "double": "REAL",
+    "currency": "REAL",
+    "date": "TEXT",
+    "datetime": "TEXT",
+}
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def searchable_fields(spec: ObjectSpec) -> list[FieldSpec]:
+    return [f for f in spec.fields if f.type in SEARCHABLE_TYPES]
+
+
+def fts_table(sobject: str) -> str:
+    return quote(f"fts_{sobject}")
+
+
+def column_sql(f: FieldSpec) -> str:
+    sql_type = SQL_TYPES.get(f.type)
+    if sql_type is None:  # text-like: id, reference, string, picklist, email, ...
+        sql = f"{quote(f.name)} TEXT COLLATE NOCASE"
+    else:
+        sql = f"{quote(f.name)} {sql_type}"
+    if f.name == "Id":
+        sql += " PRIMARY KEY"
+    return sql
+
+
+def model_digest(model: OrgModel) -> str:
+    doc = json.dumps([o.json_schema for o in model], sort_keys=True)
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def _convert(f: FieldSpec) -> Any:
+    if f.type == "boolean":
+        return lambda v: None if v is None else (1 if v.lower() == "true" else 0)
+    if f.type == "int":
+        return lambda v: None if v is None else int(float(v))
+    if f.type in ("double", "currency"):
+        return lambda v: None if v is None else float(v)
+    return None
+
+
+@dataclass
+class StoreInfo:
+    path: Path
+    rebuilt: bool
+    seconds: float
+    data_sha256: str
+
+
+class Store:
+    """A built `org.sqlite`, opened read-only with one connection per thread."""
+
+    def __init__(self, bundle: Bundle, model: OrgModel, info: StoreInfo) -> None:
+        self.bundle = bundle
+        self.model = model
+        self.info = info
+        self.path = info.path
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[sqlite3.Connection] = []
+
+    @classmethod
+    def open(cls, root: Path | str, model: OrgModel | None = None, rebuild: bool = False) -> Store:
+        """The store of the bundle at `root`, (re)built first when missing or stale."""
+        bundle = Bundle(root)
+        model = model or load_model()
+        info = ensure_store(bundle, model, force=rebuild)
+        return cls(bundle, model, info)
+
+    def connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("PRAGMA mmap_size = 268435456")
+            conn.execute("PRAGMA cache_size = -65536")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+def _fingerprint(bundle: Bundle, model: OrgModel) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for spec in model:
+        path = bundle.data_path(spec.name)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise BundleError(
+                f"{path} is missing; the bundle has no data for {spec.name}. Rebuild the bundle.",
+                file=str(path),
+            ) from None
+        out[spec.name] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _read_meta(path: Path) -> dict[str, str]:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        return dict(conn.execute("SELECT key, value FROM orgseed_meta").fetchall())
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+
+
+def ensure_store(bundle: Bundle, model: OrgModel, force: bool = False) -> StoreInfo:
+    """Build `org.sqlite` unless an up-to-date one is already there."""
+    manifest = bundle.read_manifest()
+    data_sha = manifest.get("data_sha256")
+    if not data_sha:
+        raise BundleError(
+            f"{bundle.manifest_path}: /data_sha256 is empty; the build did not finish. Rebuild the bundle.",
+            file=str(bundle.manifest_path),
+        )
+    path = bundle.root / STORE_FILE
+    wanted = {
+        "store_version": STORE_VERSION,
+        "data_sha256": data_sha,
+        "model_digest": model_digest(model),
+        "fingerprint": json.dumps(_fingerprint(bundle, model), sort_keys=True),
+    }
+    if path.exists() and not force:
+        meta = _read_meta(path)
+        if all(meta.get(k) == v for k, v in wanted.items()):
+            return StoreInfo(path, False, 0.0, data_sha)
+    t0 = time.perf_counter()
+    tmp = path.with_name(f"{STORE_FILE}.tmp-{os.getpid()}-{threading.get_ident()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        _build(bundle, model, tmp, wanted)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return StoreInfo(path, True, time.perf_counter() - t0, data_sha)
+
+
+def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("CREATE TABLE orgseed_meta (key TEXT PRIMARY KEY, value TEXT)")
+        for spec in model:
+            _load_object(conn, bundle, spec)
+        conn.execute("ANALYZE")
+        rows = [*meta.items(), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))]
+        conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec) -> None:
+    table = quote(spec.name)
+    conn.execute(f"CREATE TABLE {table} ({', '.join(column_sql(f) for f in spec.fields)})")
+    raw = bundle.read_raw(spec.name, spec)
+    converters = [_convert(f) for f in spec.fields]
+    columns = [raw[f.name].tolist() for f in spec.fields]
+    for i, conv in enumerate(converters):
+        if conv is not None:
+            columns[i] = [conv(v) for v in columns[i]]
+    rows = list(zip(*columns, strict=True)) if columns else []
+    marks = ", ".join("?" for _ in spec.fields)
+    names_sql = ", ".join(quote(f.name) for f in spec.fields)
+    # explicit rowids (1..n, CSV order): the FTS table and the default record order key off them
+    conn.executemany(
+        f"INSERT INTO {table} (rowid, {names_sql}) VALUES (?, {marks})",
+        [(n + 1, *r) for n, r in enumerate(rows)],
+    )
+    for f in spec.fields:
+        if f.type in INDEXED_TYPES:
+            conn.execute(f"CREATE INDEX {quote(f'ix_{spec.name}_{f.name}')} ON {table} ({quote(f.name)})")
+    text_fields = searchable_fields(spec)
+    if text_fields:
+        cols = ", ".join(quote(f.name) for f in text_fields)
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {fts_table(spec.name)} USING fts5({cols}, tokenize='{FTS_TOKENIZER}')"
+        )
+        names = [f.name for f in spec.fields]
+        idx = [names.index(f.name) for f in text_fields]
+        fts_rows = [(n + 1, *(search_text(r[i]) for i in idx)) for n, r in enumerate(rows)]
+        conn.executemany(
+            f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) VALUES (?, {', '.join('?' for _ in idx)})",
+            fts_rows,
+        )

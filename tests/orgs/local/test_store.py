@@ -1,0 +1,145 @@
+"""org.sqlite: built from the bundle, typed and indexed from the model, rebuilt only when the bundle changes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from orgs.bundle import BundleError
+from orgs.local.engine import LocalOrg, default_today
+from orgs.local.store import STORE_FILE, Store
+from schemas.model import load_model
+from tests.conftest import copy_bundle
+
+
+@pytest.fixture
+def bundle(small_bundle: Path, tmp_path: Path) -> Path:
+    copy = copy_bundle(small_bundle, tmp_path / "bundle")
+    (copy / STORE_FILE).unlink(missing_ok=True)
+    return copy
+
+
+def test_built_once_then_reused(bundle: Path) -> None:
+    first = Store.open(bundle)
+    assert first.info.rebuilt and (bundle / STORE_FILE).exists()
+    mtime = (bundle / STORE_FILE).stat().st_mtime_ns
+    again = Store.open(bundle)
+    assert not again.info.rebuilt
+    assert (bundle / STORE_FILE).stat().st_mtime_ns == mtime
+    assert Store.open(bundle, rebuild=True).info.rebuilt
+
+
+def test_rebuilt_when_a_csv_changes(bundle: Path) -> None:
+    Store.open(bundle)
+    path = bundle / "data" / "Issue__c.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")  # drop the last issue
+    store = Store.open(bundle)
+    assert store.info.rebuilt
+    count = store.connection().execute('SELECT COUNT(*) FROM "Issue__c"').fetchone()[0]
+    assert count == len(lines) - 2
+
+
+def test_rebuilt_when_the_manifest_hash_changes(bundle: Path) -> None:
+    Store.open(bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["data_sha256"] = "0" * 64
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert Store.open(bundle).info.rebuilt
+    assert not Store.open(bundle).info.rebuilt
+
+
+def test_rebuilt_when_the_store_is_damaged(bundle: Path) -> None:
+    Store.open(bundle)
+    (bundle / STORE_FILE).write_bytes(b"not a database")
+    assert Store.open(bundle).info.rebuilt
+
+
+def test_missing_bundle_files_are_named(bundle: Path) -> None:
+    (bundle / "data" / "Case.csv").unlink()
+    with pytest.raises(BundleError, match=r"Case\.csv is missing"):
+        Store.open(bundle)
+
+
+def test_tables_are_typed_and_indexed(bundle: Path) -> None:
+    store = Store.open(bundle)
+    conn = sqlite3.connect(store.path)
+    model = load_model()
+    for spec in model:
+        cols = {r[1]: r[2] for r in conn.execute(f'PRAGMA table_info("{spec.name}")')}
+        assert list(cols) == spec.field_names
+        for f in spec.fields:
+            want = {"boolean": "INTEGER", "int": "INTEGER", "double": "REAL", "currency": "REAL"}.get(
+                f.type, "TEXT"
+            )
+            assert cols[f.name] == want, (spec.name, f.name)
+        indexed = {
+            row[2]
+            for (name,) in conn.execute(
+                f"SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='{spec.name}'"
+            )
+            for row in conn.execute(f'PRAGMA index_info("{name}")')
+        }
+        for f in spec.fields:
+            if f.type in ("id", "reference", "date", "datetime"):
+                assert f.name in indexed, (spec.name, f.name)
+    assert conn.execute('SELECT typeof("IsActive") FROM "Product2" LIMIT 1').fetchone()[0] == "integer"
+    assert conn.execute("SELECT value FROM orgseed_meta WHERE key = 'store_version'").fetchone()
+    fts = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'fts\\_%' ESCAPE '\\'")}
+    assert {"fts_Product2", "fts_Knowledge__kav", "fts_Case"} <= fts
+    assert "fts_OrderItem" not in fts  # no text fields: not searchable
+    conn.close()
+
+
+def test_store_is_read_only(bundle: Path) -> None:
+    store = Store.open(bundle)
+    with pytest.raises(sqlite3.OperationalError):
+        store.connection().execute('DELETE FROM "Case"')
+
+
+def test_default_today_comes_from_the_profile(bundle: Path) -> None:
+    org = LocalOrg(bundle)
+    assert org.today == date(2024, 6, 1)  # small.toml extends crmarena: the span ends 2024-05-31
+    assert "profile" in org.today_source
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["profile"]["path"] = "/nowhere/gone.toml"
+    manifest["profile"]["name"] = "no-such-profile"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    from orgs.bundle import Bundle
+
+    day, source = default_today(Bundle(bundle))
+    assert source == "latest date in the data"
+    assert date(2024, 5, 1) < day <= date(2024, 6, 1)
+
+
+def test_today_changes_relative_dates(bundle: Path) -> None:
+    assert LocalOrg(bundle).query("SELECT COUNT() FROM Case WHERE CreatedDate = TODAY")["totalSize"] == 0
+    day = LocalOrg(bundle).query("SELECT CreatedDate FROM Case ORDER BY CreatedDate DESC LIMIT 1")["records"][
+        0
+    ]
+    latest = date.fromisoformat(day["CreatedDate"][:10])
+    later = LocalOrg(bundle, today=latest)
+    assert later.query("SELECT COUNT() FROM Case WHERE CreatedDate = TODAY")["totalSize"] >= 1
+
+
+def test_concurrent_readers(bundle: Path) -> None:
+    import threading
+
+    org = LocalOrg(bundle)
+    results: list[int] = []
+
+    def work() -> None:
+        for _ in range(20):
+            results.append(org.query("SELECT COUNT() FROM OrderItem")["totalSize"])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 80 and len(set(results)) == 1
+    org.close()

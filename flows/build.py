@@ -117,6 +117,31 @@ def check_options(opts: BuildOptions) -> None:
     check_writer_options(opts)
 
 
+def check_tasks_through_the_org(root: Path) -> dict[str, Any]:
+    """Serve the bundle as the embedded org and re-derive every answer with CRMArena's tool queries (SOQL/SOSL
+    through simple-salesforce over HTTPS); raise TaskCheckFailed on any disagreement."""
+    from orgs.local import connect, disconnect
+    from validators.tasks_soql import check_tasks_via_api
+
+    t = time.perf_counter()
+    try:
+        result = check_tasks_via_api(root, connect(root))
+    finally:
+        disconnect(root)
+    if result.disagreements:
+        shown = "\n".join(f"  - {d.message}" for d in result.disagreements[:5])
+        raise TaskCheckFailed(
+            f"{len(result.disagreements)} task answer(s) differ when re-derived through the org's API "
+            f"(validators/tasks_soql.py):\n{shown}",
+            disagreements=len(result.disagreements),
+        )
+    return {
+        "instances": result.instances,
+        "queries": result.queries,
+        "seconds": round(time.perf_counter() - t, 3),
+    }
+
+
 class TaskCheckFailed(Terminal):
     """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy)."""
 
@@ -141,9 +166,11 @@ async def make_tasks(
             "do not use them.",
             disagreements=len(disagreements),
         )
+    api = check_tasks_through_the_org(root)
     return {
         "per_task": per_task,
         "answer_format": answer_format,
+        "api_check": api,
         "instances": len(task_set.instances),
         "text_requests": task_set.text_requests,
         "verified": True,

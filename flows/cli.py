@@ -183,6 +183,11 @@ def build(
     m = report.manifest
     if m.get("tasks"):
         out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
+        api = m["tasks"]["api_check"]
+        out.print(
+            f"every answer also re-derived through the embedded org's API: {api['queries']:,} SOQL/SOSL queries "
+            f"via simple-salesforce in {api['seconds']:.1f} s"
+        )
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -390,7 +395,10 @@ def tasks(
         fail(exc, 2 if exc.__class__.__name__ in ("UsageError", "BundleError") else 1)
         return
     out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})"))
-    out.print(f"{info['instances']} instances; every answer re-derived independently and identical.")
+    out.print(
+        f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
+        f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."
+    )
 
 
 def main(argv: list[str] | None = None) -> Any:

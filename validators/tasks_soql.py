@@ -1,0 +1,416 @@
+"""Ground truth through the org's API: every task answer re-derived with the queries CRMArena's tools send.
+
+Where `validators/task_solver.py` reads the bundle's CSVs, this module only talks to an org through a
+`simple_salesforce.Salesforce` client (the embedded org, or a seeded real org): it issues the SOQL/SOSL of the
+CRMArena tool functions (reference §9: get_agent_handled_cases_by_period, get_non_transferred_case_ids,
+get_cases, get_agent_transferred_cases_by_period, get_shipping_state, get_order_item_ids_by_product,
+get_issue_counts, get_account_id_by_contact_id, get_purchase_history, search_products,
+get_email_messages_by_case_id, get_livechat_transcript_by_case_id) and composes them the way the reference
+solvers do, with orgseed's stated choices (routing step 3 counts Status != 'Closed'; an empty
+non-transferred set means no counted case). Long `IN (...)` lists are sent in chunks of `CHUNK` ids, which
+gives the same rows. The client is passed in, so this library never imports the org's implementation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from validators.task_solver import period_delta, window
+
+CHUNK = 150
+DT_OUT = "%Y-%m-%dT%H:%M:%S.%f%z"
+SOSL_RESERVED = set("?&|!{}[]()^~*:\\\"'+-")
+MONTHS = [datetime(2000, m, 1).strftime("%B") for m in range(1, 13)]
+
+
+@dataclass(frozen=True)
+class SoqlDisagreement:
+    idx: int
+    task: str
+    expected: Any
+    found: Any
+    message: str
+
+
+def _dt(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(value: str) -> datetime:
+    return datetime.strptime(value, DT_OUT).replace(tzinfo=None)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _in(ids: Sequence[str]) -> str:
+    return "(" + ", ".join(_quote(i) for i in ids) + ")"
+
+
+def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i : i + CHUNK]
+
+
+def _sosl_term(term: str) -> str:
+    return "".join("\\" + ch if ch in SOSL_RESERVED else ch for ch in term)
+
+
+class OrgTools:
+    """CRMArena's tool functions over a simple-salesforce client, with a per-query cache."""
+
+    def __init__(self, sf: Any) -> None:
+        self.sf = sf
+        self._cache: dict[str, list[dict[str, Any]]] = {}
+        self.queries = 0
+
+    def soql(self, q: str) -> list[dict[str, Any]]:
+        if q not in self._cache:
+            self.queries += 1
+            self._cache[q] = list(self.sf.query_all(q)["records"])
+        return self._cache[q]
+
+    def sosl(self, q: str) -> list[dict[str, Any]]:
+        if q not in self._cache:
+            self.queries += 1
+            self._cache[q] = list((self.sf.search(q) or {}).get("searchRecords", []))
+        return self._cache[q]
+
+    # -- the tools (reference §9) ------------------------------------------------------------------------
+
+    def handled_by_agent(self, start: datetime, end: datetime) -> Counter[str]:
+        rows = self.soql(
+            "SELECT NewValue__c, CreatedDate FROM CaseHistory__c "
+            f"WHERE CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} AND Field__c = 'Owner Assignment'"
+        )
+        return Counter(r["NewValue__c"] for r in rows if r["NewValue__c"])
+
+    def transfers_by_agent(self, start: datetime, end: datetime) -> Counter[str]:
+        rows = self.soql(
+            "SELECT OldValue__c, CreatedDate FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' "
+            f"AND OldValue__c != NULL AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)}"
+        )
+        return Counter(r["OldValue__c"] for r in rows)
+
+    def non_transferred_case_ids(self, start: datetime, end: datetime) -> list[str]:
+        rows = self.soql(
+            "SELECT CaseId__c FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' "
+            f"AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} GROUP BY CaseId__c HAVING COUNT(Id) = 1"
+        )
+        return sorted(r["CaseId__c"] for r in rows)
+
+    def get_cases(
+        self,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        agent_ids: Sequence[str] | None = None,
+        case_ids: Sequence[str] | None = None,
+        order_item_ids: Sequence[str] | None = None,
+        issue_ids: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """`SELECT OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE ...` (one IN list chunked)."""
+        base = []
+        if start is not None:
+            base.append(f"CreatedDate >= {_dt(start)}")
+        if end is not None:
+            base.append(f"CreatedDate < {_dt(end)}")
+        lists = {"OwnerId": agent_ids, "Id": case_ids, "OrderItemId__c": order_item_ids, "IssueId__c": issue_ids,
+                 "Status": statuses}  # fmt: skip
+        fixed, chunked = [], None
+        for fieldname, values in lists.items():
+            if values is None:
+                continue
+            values = sorted(values)
+            if not values:
+                return []
+            if len(values) > CHUNK and chunked is None:
+                chunked = (fieldname, values)
+            elif len(values) == 1:
+                fixed.append(f"{fieldname} = {_quote(values[0])}")
+            else:
+                fixed.append(f"{fieldname} IN {_in(values)}")
+        select = "SELECT Id, OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE "
+        if chunked is None:
+            return self.soql(select + " AND ".join(base + fixed))
+        out: list[dict[str, Any]] = []
+        for part in _chunks(chunked[1]):
+            out += self.soql(select + " AND ".join([*base, *fixed, f"{chunked[0]} IN {_in(part)}"]))
+        return out
+
+    def shipping_states(self, account_ids: Sequence[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for part in _chunks(sorted(set(account_ids))):
+            for r in self.soql(f"SELECT Id, ShippingState FROM Account WHERE Id IN {_in(part)}"):
+                out[r["Id"]] = r["ShippingState"]
+        return out
+
+    def order_item_ids_by_product(self, product_id: str) -> list[str]:
+        return sorted(
+            r["Id"] for r in self.soql(f"SELECT Id FROM OrderItem WHERE Product2Id = {_quote(product_id)}")
+        )
+
+    def issue_counts(self, start: datetime, end: datetime, item_ids: Sequence[str]) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for part in _chunks(item_ids):
+            rows = self.soql(
+                f"SELECT IssueId__c, COUNT(Id) IssueCount FROM Case WHERE OrderItemId__c IN {_in(part)} "
+                f"AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} GROUP BY IssueId__c "
+                "ORDER BY COUNT(Id) DESC"
+            )
+            for r in rows:
+                counts[r["IssueId__c"]] += int(r["IssueCount"])
+        return counts
+
+    def account_of_contact(self, contact_id: str) -> str | None:
+        rows = self.soql(f"SELECT AccountId FROM Contact WHERE Id = {_quote(contact_id)} LIMIT 1")
+        return rows[0]["AccountId"] if rows else None
+
+    def search_products(self, term: str) -> list[str]:
+        rows = self.sosl(
+            f"FIND {{{_sosl_term(term)}}} IN ALL FIELDS RETURNING Product2(Id, Name, Description)"
+        )
+        return sorted(r["Id"] for r in rows)
+
+    def purchase_history(self, account_id: str, day: date, product_ids: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for part in _chunks(product_ids):
+            rows = self.soql(
+                f"SELECT Product2Id FROM OrderItem WHERE OrderItem.Order.AccountId = {_quote(account_id)} "
+                f"AND OrderItem.Order.EffectiveDate = {day.isoformat()} AND Product2Id IN {_in(part)} "
+                "AND OrderItem.Order.Status = 'Activated'"
+            )
+            out += [r["Product2Id"] for r in rows]
+        return out
+
+    def emails_of_case(self, case_id: str) -> list[dict[str, Any]]:
+        return self.soql(
+            "SELECT Subject, TextBody, FromAddress, ToAddress, MessageDate, Incoming FROM EmailMessage "
+            f"WHERE ParentId = {_quote(case_id)}"
+        )
+
+    def chats_of_case(self, case_id: str) -> list[dict[str, Any]]:
+        return self.soql(
+            f"SELECT Body, StartTime, EndTime FROM LiveChatTranscript WHERE CaseId = {_quote(case_id)}"
+        )
+
+
+# -- solvers composed from the tools ----------------------------------------------------------------------
+
+
+def _extreme(values: dict[str, float], extrema: str) -> tuple[str | None, bool]:
+    if not values:
+        return None, False
+    best = min(values.values()) if extrema == "min" else max(values.values())
+    winners = sorted(k for k, v in values.items() if abs(v - best) <= 1e-9)
+    return winners[0], len(winners) > 1
+
+
+def _qualified(tools: OrgTools, start: datetime, end: datetime, n_cases: int) -> list[str]:
+    return sorted(a for a, c in tools.handled_by_agent(start, end).items() if c > n_cases)
+
+
+def handle_time(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    start, end = window(p)
+    qualified = _qualified(tools, start, end, int(p["n_cases"]))
+    single = tools.non_transferred_case_ids(start, end)
+    if not qualified or not single:
+        return None, False
+    cases = tools.get_cases(start, end, agent_ids=qualified, case_ids=single, statuses=["Closed"])
+    per: dict[str, list[float]] = {}
+    for c in cases:
+        minutes = (_parse(c["ClosedDate"]) - _parse(c["CreatedDate"])).total_seconds() / 60
+        per.setdefault(c["OwnerId"], []).append(minutes)
+    return _extreme({a: round(sum(v) / len(v), 6) for a, v in per.items()}, p["extrema"])
+
+
+def transfer_count(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    start, end = window(p)
+    qualified = set(_qualified(tools, start, end, int(p["n_cases"])))
+    moves = {a: float(c) for a, c in tools.transfers_by_agent(start, end).items() if a in qualified and c > 0}
+    return _extreme(moves, p["extrema"])
+
+
+def case_routing(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    closed = Counter(c["OwnerId"] for c in tools.get_cases(issue_ids=[p["issue_id"]], statuses=["Closed"]))
+    if not closed:
+        return None, False
+    top = max(closed.values())
+    tied = sorted(a for a, v in closed.items() if v == top)
+    if len(tied) > 1:
+        items = tools.order_item_ids_by_product(p["product_id"])
+        rows = tools.get_cases(agent_ids=tied, order_item_ids=items, statuses=["Closed"]) if items else []
+        by_product = Counter(c["OwnerId"] for c in rows)
+        best = max(by_product.get(a, 0) for a in tied)
+        tied = sorted(a for a in tied if by_product.get(a, 0) == best)
+    if len(tied) > 1:
+        open_rows = tools.soql(
+            f"SELECT OwnerId FROM Case WHERE OwnerId IN {_in(tied)} AND Status != 'Closed'"
+        )
+        not_closed = Counter(r["OwnerId"] for r in open_rows)
+        low = min(not_closed.get(a, 0) for a in tied)
+        tied = sorted(a for a in tied if not_closed.get(a, 0) == low)
+    return tied[0], len(tied) > 1
+
+
+def named_entity(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    today = datetime.strptime(p["today_date"], "%Y-%m-%dT%H:%M:%SZ")
+    day = (today - period_delta(p["period"], int(p["interval_count"]))).date()
+    candidates = tools.search_products(p["ambiguous_product_name"])
+    account = tools.account_of_contact(p["contact_id"])
+    if not candidates or account is None:
+        return None, False
+    bought = sorted(set(tools.purchase_history(account, day, candidates)))
+    return (bought[0] if bought else None), len(bought) > 1
+
+
+def top_issue(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    start, end = window(p)
+    items = tools.order_item_ids_by_product(p["product_id"])
+    counts = tools.issue_counts(start, end, items) if items else Counter()
+    return _extreme({k: float(v) for k, v in counts.items()}, "max")
+
+
+def monthly_trend(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    start, end = window(p)
+    items = tools.order_item_ids_by_product(p["product_id"])
+    cases = tools.get_cases(start, end, order_item_ids=items) if items else []
+    counts = Counter(MONTHS[_parse(c["CreatedDate"]).month - 1] for c in cases)
+    return _extreme({k: float(v) for k, v in counts.items()}, "max")
+
+
+def best_region(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
+    start, end = window(p)
+    cases = tools.get_cases(start, end, statuses=["Closed"])
+    states = tools.shipping_states([c["AccountId"] for c in cases if c["AccountId"]])
+    per: dict[str, list[float]] = {}
+    for c in cases:
+        state = states.get(c["AccountId"])
+        if state:
+            per.setdefault(state, []).append(
+                (_parse(c["ClosedDate"]) - _parse(c["CreatedDate"])).total_seconds()
+            )
+    return _extreme({s: round(sum(v) / len(v), 3) for s, v in per.items()}, "min")
+
+
+class _Context:
+    """Latent tables the API does not expose: the policy table and which article states which policy."""
+
+    def __init__(self, root: Path) -> None:
+        self.policies = json.loads((root / "latent" / "world" / "policies.json").read_text())
+        import csv
+
+        with (root / "latent" / "Knowledge__kav.csv").open(newline="", encoding="utf-8") as fh:
+            self.articles = {r["Id"]: r for r in csv.DictReader(fh)}
+        with (root / "latent" / "Issue__c.csv").open(newline="", encoding="utf-8") as fh:
+            self.issue_keys = {r["Id"]: r["_issue_key"] for r in csv.DictReader(fh)}
+        self.phrases = sorted(
+            ((v["phrase"].lower(), k) for k, v in self.policies["remedies"].items()), key=lambda x: -len(x[0])
+        )
+
+
+_AGENT_LINE = re.compile(r"^(?P<who>[^:\n]+) \(Agent\): (?P<text>.*)$", re.M)
+
+
+def policy_violation(tools: OrgTools, ctx: _Context, p: dict[str, Any]) -> tuple[str | None, bool]:
+    case_id = p["case_id"]
+    rows = tools.soql(
+        f"SELECT IssueId__c, OrderItemId__r.Order.EffectiveDate FROM Case WHERE Id = {_quote(case_id)}"
+    )
+    if not rows:
+        return None, False
+    issue = ctx.issue_keys[rows[0]["IssueId__c"]]
+    ordered = date.fromisoformat(rows[0]["OrderItemId__r"]["Order"]["EffectiveDate"])
+    policy = ctx.policies["issues"][issue]["remedies"]
+    turns: list[tuple[str, date]] = []
+    for chat in tools.chats_of_case(case_id):
+        when = _parse(chat["StartTime"]).date()
+        turns += [(m.group("text"), when) for m in _AGENT_LINE.finditer(chat["Body"] or "")]
+    for mail in tools.emails_of_case(case_id):
+        if not mail["Incoming"]:
+            turns.append((mail["TextBody"] or "", _parse(mail["MessageDate"]).date()))
+    for text, when in turns:
+        lowered = text.lower()
+        for phrase, key in ctx.phrases:
+            if phrase in lowered:
+                lowered = lowered.replace(phrase, " ")
+                if key not in policy or (when - ordered).days > policy[key]:
+                    articles = [
+                        a
+                        for a, r in ctx.articles.items()
+                        if r["_kind"] == "issue_policy" and r["_subject"] == issue
+                    ]
+                    return (articles[0] if articles else None), False
+    return None, False
+
+
+def knowledge_qa(tools: OrgTools, p: dict[str, Any], answer: str | None) -> tuple[str | None, bool]:
+    rows = tools.soql(f"SELECT FAQ_Answer__c FROM Knowledge__kav WHERE Id = {_quote(p['article_id'])}")
+    body = (rows[0]["FAQ_Answer__c"] or "") if rows else ""
+    return (answer if answer and answer.lower() in body.lower() else None), False
+
+
+SOLVERS = {
+    "handle_time": handle_time,
+    "transfer_count": transfer_count,
+    "case_routing": case_routing,
+    "named_entity_disambiguation": named_entity,
+    "top_issue_identification": top_issue,
+    "monthly_trend_analysis": monthly_trend,
+    "best_region_identification": best_region,
+}
+
+
+@dataclass
+class SoqlCheck:
+    disagreements: list[SoqlDisagreement]
+    instances: int
+    queries: int
+
+
+def check_tasks_via_api(root: Path | str, sf: Any) -> SoqlCheck:
+    """Re-derive every instance of `tasks/ground_truth.jsonl` through `sf` and compare with the answers."""
+    root = Path(root)
+    tools = OrgTools(sf)
+    ctx = _Context(root)
+    out: list[SoqlDisagreement] = []
+    lines = (root / "tasks" / "ground_truth.jsonl").read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        g = json.loads(line)
+        task, params, expected = g["task"], g["params"], g["answer"]
+        if task == "policy_violation_identification":
+            found, tie = policy_violation(tools, ctx, params)
+        elif task == "knowledge_qa":
+            found, tie = knowledge_qa(tools, params, expected)
+        else:
+            found, tie = SOLVERS[task](tools, params)
+        if tie:
+            out.append(
+                SoqlDisagreement(
+                    g["idx"],
+                    task,
+                    expected,
+                    found,
+                    f"idx {g['idx']} ({task}): the org's data gives a tie; the instance has no unique answer.",
+                )
+            )
+        elif found != expected:
+            out.append(
+                SoqlDisagreement(
+                    g["idx"],
+                    task,
+                    expected,
+                    found,
+                    f"idx {g['idx']} ({task}): the recorded answer is {expected!r} but the CRMArena tool queries "
+                    f"against the org give {found!r}; check the org's data and the builder.",
+                )
+            )
+    return SoqlCheck(out, len(lines), tools.queries)

@@ -13,6 +13,7 @@ gives the same rows. The client is passed in, so this library never imports the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -125,25 +126,26 @@ class OrgTools:
             base.append(f"CreatedDate < {_dt(end)}")
         lists = {"OwnerId": agent_ids, "Id": case_ids, "OrderItemId__c": order_item_ids, "IssueId__c": issue_ids,
                  "Status": statuses}  # fmt: skip
-        fixed, chunked = [], None
+        fixed: list[str] = []
+        long_lists: list[tuple[str, list[str]]] = []
         for fieldname, values in lists.items():
             if values is None:
                 continue
             values = sorted(values)
             if not values:
                 return []
-            if len(values) > CHUNK and chunked is None:
-                chunked = (fieldname, values)
+            if len(values) > CHUNK:
+                long_lists.append((fieldname, values))
             elif len(values) == 1:
                 fixed.append(f"{fieldname} = {_quote(values[0])}")
             else:
                 fixed.append(f"{fieldname} IN {_in(values)}")
         select = "SELECT Id, OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE "
-        if chunked is None:
-            return self.soql(select + " AND ".join(base + fixed))
         out: list[dict[str, Any]] = []
-        for part in _chunks(chunked[1]):
-            out += self.soql(select + " AND ".join([*base, *fixed, f"{chunked[0]} IN {_in(part)}"]))
+        # Every long list is sent in chunks; the cross product of the chunks covers exactly the same rows.
+        for combo in itertools.product(*[[(f, part) for part in _chunks(v)] for f, v in long_lists]):
+            extra = [f"{f} IN {_in(part)}" for f, part in combo]
+            out += self.soql(select + " AND ".join([*base, *fixed, *extra]))
         return out
 
     def shipping_states(self, account_ids: Sequence[str]) -> dict[str, str | None]:

@@ -145,6 +145,7 @@ def test_cli_serve_end_to_end(small_bundle: Path, tmp_path: Path) -> None:
 )
 def test_cli_serve_bad_input(small_bundle: Path, tmp_path: Path, args: list[str], message: str) -> None:
     bundle = copy_bundle(small_bundle, tmp_path / "bundle")
+    (bundle / "org.sqlite").unlink(missing_ok=True)  # the build's answer check leaves a store behind
     proc = _serve(bundle, *args)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and message in err

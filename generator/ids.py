@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.formats import sf_id_suffix
+
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 SUFFIX_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
 POD = "Ws"
@@ -18,17 +20,10 @@ _BASE62_INDEX = {c: i for i, c in enumerate(BASE62)}
 
 
 def checksum_suffix(id15: str) -> str:
-    """The 3-character case-safe suffix of a 15-character id."""
+    """The 3-character case-safe suffix of a 15-character id (defined once, in schemas/formats.py)."""
     if len(id15) != 15:
         raise ValueError(f"expected a 15-character id, got {id15!r}")
-    out = []
-    for chunk in range(3):
-        bits = 0
-        for i, ch in enumerate(id15[chunk * 5 : chunk * 5 + 5]):
-            if "A" <= ch <= "Z":
-                bits |= 1 << i
-        out.append(SUFFIX_ALPHABET[bits])
-    return "".join(out)
+    return sf_id_suffix(id15)
 
 
 def to18(id15: str) -> str:

@@ -39,22 +39,10 @@ import numpy as np
 import pandas as pd
 
 from generator.rng import np_rng
+from schemas.crmarena import MONTHS
 from schemas.profile import Profile
 
-MONTH_NAMES = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+MONTH_NAMES = list(MONTHS)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
+from schemas.formats import sf_id_suffix
 from schemas.model import SCHEMA_DIR as MODEL_DIR
 from schemas.model import load_model
 from validators.task_solver import TASK_ORDER
@@ -56,7 +57,6 @@ TOLD_IDS = {
     "named_entity_disambiguation": ("contact_id",),
     "policy_violation_identification": ("case_id",),
 }
-_SUFFIX = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
 
 
 @dataclass(frozen=True)
@@ -84,17 +84,6 @@ class Disagreement:
 # -- small helpers -------------------------------------------------------------------------------------
 
 
-def _checksum(id15: str) -> str:
-    out = []
-    for chunk in range(3):
-        bits = 0
-        for i, ch in enumerate(id15[chunk * 5 : chunk * 5 + 5]):
-            if "A" <= ch <= "Z":
-                bits |= 1 << i
-        out.append(_SUFFIX[bits])
-    return "".join(out)
-
-
 def id_problem(value: Any, prefix: str) -> str | None:
     """Why `value` is not an 18-character id with key prefix `prefix` (None when it is one)."""
     if not isinstance(value, str):
@@ -103,8 +92,8 @@ def id_problem(value: Any, prefix: str) -> str | None:
         return f"`{value}` is not an 18-character alphanumeric id"
     if not value.startswith(prefix):
         return f"`{value}` has key prefix `{value[:3]}`, expected `{prefix}`"
-    if _checksum(value[:15]) != value[15:]:
-        return f"`{value}` has the wrong case-safe suffix (expected `{_checksum(value[:15])}`)"
+    if sf_id_suffix(value[:15]) != value[15:]:
+        return f"`{value}` has the wrong case-safe suffix (expected `{sf_id_suffix(value[:15])}`)"
     return None
 
 

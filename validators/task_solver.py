@@ -34,35 +34,10 @@ import pandas as pd
 from dateutil.relativedelta import relativedelta
 
 from orgs.bundle import Bundle, type_frame
+from schemas.crmarena import MONTHS, TASK_ORDER
 from schemas.errors import Terminal
 from schemas.model import load_model
 
-TASK_ORDER: tuple[str, ...] = (
-    "knowledge_qa",
-    "monthly_trend_analysis",
-    "top_issue_identification",
-    "case_routing",
-    "named_entity_disambiguation",
-    "handle_time",
-    "transfer_count",
-    "policy_violation_identification",
-    "best_region_identification",
-)
-
-MONTHS: tuple[str, ...] = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 SEASON_START: dict[str, int] = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 PARAM_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 OWNER_ASSIGNMENT = "Owner Assignment"

@@ -45,27 +45,10 @@ from generator.tasks.trends import (
 )
 from generator.text.base import TextKind, TextRequest, TextWriter
 from orgs.bundle import Bundle
+from schemas.crmarena import NONE_SHARE as _NONE
+from schemas.crmarena import NONE_TASKS, TASK_ORDER, reward_metric
 from schemas.model import OrgModel
 
-# Block order of CRMArena's released instances (reference §5.2).
-TASK_ORDER = [
-    "knowledge_qa",
-    "monthly_trend_analysis",
-    "top_issue_identification",
-    "case_routing",
-    "named_entity_disambiguation",
-    "handle_time",
-    "transfer_count",
-    "policy_violation_identification",
-    "best_region_identification",
-]
-NONE_SHARE = {
-    "handle_time": 0.3,
-    "transfer_count": 0.3,
-    "top_issue_identification": 0.3,
-    "named_entity_disambiguation": 0.3,
-    "policy_violation_identification": 0.3,
-}
 SOLVERS: dict[str, Callable[[OrgData, dict[str, Any]], Solution]] = {
     "case_routing": solve_case_routing,
     "handle_time": solve_handle_time,
@@ -185,7 +168,7 @@ async def build_tasks(
                     f"knowledge_qa: the articles plant {available} facts, fewer than --per-task {per_task}. "
                     "Lower --per-task or raise [counts].Knowledge__kav."
                 )
-        instances += fill(task, per_task, NONE_SHARE.get(task, 0.0), rng(task), samplers[task])
+        instances += fill(task, per_task, _NONE if task in NONE_TASKS else 0.0, rng(task), samplers[task])
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
     return TaskSet(instances, per_task, dict(counting.requests))
@@ -211,7 +194,7 @@ def _write(bundle: Bundle, model: OrgModel, instances: list[Instance], answer_fo
                 "task": inst.task,
                 "query": inst.full_query,
                 "answer": answer,
-                "reward_metric": "fuzzy_match" if inst.task == "knowledge_qa" else "exact_match",
+                "reward_metric": reward_metric(inst.task),
                 "metadata": {"required": inst.required, "optional": DOMAIN_DETAILS},
             }
         )
@@ -230,4 +213,4 @@ def _write(bundle: Bundle, model: OrgModel, instances: list[Instance], answer_fo
     bundle.write_jsonl("tasks/ground_truth.jsonl", truth)
 
 
-__all__ = ["NONE_SHARE", "SOLVERS", "TASK_ORDER", "TaskSet", "build_tasks", "schema_config"]
+__all__ = ["SOLVERS", "TASK_ORDER", "TaskSet", "build_tasks", "schema_config"]

@@ -29,13 +29,10 @@ import pandas as pd
 from dateutil.relativedelta import relativedelta
 
 from orgs.bundle import Bundle
+from schemas.crmarena import MONTHS
 from schemas.errors import Terminal
 from schemas.model import OrgModel, load_model
 
-MONTHS = [
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-]  # fmt: skip
 SEASON_START = {"Spring": 3, "Summer": 6, "Fall": 9, "Autumn": 9, "Winter": 12}
 UNITS = ("day", "week", "month", "quarter", "year")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def shingles(text: str | None, k: int = 3) -> frozenset[str]:
     return frozenset(" ".join(words[i : i + k]) for i in range(len(words) - k + 1))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
@@ -120,8 +121,19 @@ class NearDuplicateIndex:
         cand_j: list[np.ndarray] = []
         sig = self.sig[live]
         for band in range(BANDS):
-            keys = np.ascontiguousarray(sig[:, band * ROWS : (band + 1) * ROWS])
-            keyv = keys.view(np.dtype((np.void, keys.dtype.itemsize * ROWS))).ravel()
+            # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
+            with np.errstate(over="ignore"):
+                keyv = np.zeros(len(live), dtype=np.uint64)
+                for r in range(ROWS):
+                    keyv = (keyv ^ sig[:, band * ROWS + r]) * _MIX[r % len(_MIX)]
+            if focus_set is not None:
+                focus_keys = np.unique(keyv[np.isin(live, list(focus_set))])
+                inside = np.isin(keyv, focus_keys)
+                band_live, keyv = live[inside], keyv[inside]
+            else:
+                band_live = live
+            if len(keyv) < 2:
+                continue
             order = np.argsort(keyv, kind="stable")
             sorted_keys = keyv[order]
             cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
@@ -133,10 +145,10 @@ class NearDuplicateIndex:
                 same = group[d:] == group[:-d]
                 same &= ~big[group[d:]]
                 k = np.flatnonzero(same)
-                cand_i.append(live[order[k]])
-                cand_j.append(live[order[k + d]])
+                cand_i.append(band_live[order[k]])
+                cand_j.append(band_live[order[k + d]])
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
-                members = live[order[a : a + size]]
+                members = band_live[order[a : a + size]]
                 ii, jj = np.triu_indices(size, k=1)
                 cand_i.append(members[ii])
                 cand_j.append(members[jj])
@@ -153,7 +165,12 @@ class NearDuplicateIndex:
             marks[list(focus_set)] = True
             keep = marks[lo] | marks[hi]
             lo, hi = lo[keep], hi[keep]
-        agree = (self.sig[lo] == self.sig[hi]).mean(axis=1)
+        # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory.
+        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
+        agree = np.empty(len(lo))
+        for start in range(0, len(lo), 16_384):
+            a, b = lo[start : start + 16_384], hi[start : start + 16_384]
+            agree[start : start + 16_384] = (sig32[a] == sig32[b]).mean(axis=1)
         out = []
         for a, b in zip(
             lo[agree >= MIN_AGREEMENT].tolist(), hi[agree >= MIN_AGREEMENT].tolist(), strict=True

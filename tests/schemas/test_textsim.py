@@ -6,7 +6,7 @@ import random
 import subprocess
 import sys
 
-from schemas.textsim import jaccard, near_duplicates, shingles
+from schemas.textsim import jaccard, near_duplicates, shingle_hashes, shingles
 from tests.conftest import REPO
 
 
@@ -66,3 +66,34 @@ def test_results_do_not_depend_on_hash_randomisation() -> None:
 def test_texts_without_any_shared_band_have_no_pairs() -> None:
     texts = [f"alpha{i} beta{i} gamma{i} delta{i} epsilon{i}" for i in range(5)]
     assert near_duplicates(texts) == []
+
+
+def test_hashed_shingles_give_the_same_jaccard_as_the_shingle_strings() -> None:
+    # The search runs on 64-bit shingle hashes; the definition is on word strings. They must agree, including
+    # texts shorter than three words, repeated shingles, case and punctuation.
+    rnd = random.Random(11)
+    vocab = ["Alpha", "beta", "GAMMA", "delta", "eps", "zeta", "eta", "theta", "beta,", "(gamma)"]
+    texts: list[str | None] = [" ".join(rnd.choice(vocab) for _ in range(rnd.randrange(0, 12))) for _ in range(300)]
+    texts += [None, "", "one", "one two", "one two three", "one two three one two three"]
+    hashes, offsets = shingle_hashes(texts)
+    sets = [frozenset(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(texts))]
+    for i in range(len(texts)):
+        assert len(sets[i]) == len(shingles(texts[i])), texts[i]
+    for _ in range(5000):
+        a, b = rnd.randrange(len(texts)), rnd.randrange(len(texts))
+        assert jaccard(sets[a], sets[b]) == jaccard(shingles(texts[a]), shingles(texts[b])), (texts[a], texts[b])
+
+
+def test_every_pair_at_or_above_the_threshold_is_found_in_a_small_corpus() -> None:
+    # Exhaustive check against the definition: all pairs by brute force on the string shingles.
+    rnd = random.Random(4)
+    vocab = [f"v{i}" for i in range(40)]
+    base = [" ".join(rnd.choice(vocab) for _ in range(30)) for _ in range(60)]
+    texts = base + [" ".join(w if rnd.random() > 0.08 else "x" for w in t.split()) for t in base[:30]]
+    want = set()
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            if jaccard(shingles(texts[i]), shingles(texts[j])) >= 0.5:
+                want.add((i, j))
+    assert len(want) >= 20
+    assert {(a, b) for a, b, _ in near_duplicates(texts)} == want

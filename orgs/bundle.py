@@ -21,6 +21,7 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -279,22 +280,10 @@ class Bundle:
         path = self.data_path(sobject)
         if not path.exists():
             raise BundleError(f"{path} is missing; the bundle has no data for {sobject}.", file=str(path))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise BundleError(
-                f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=str(path)
-            ) from exc
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise BundleError(
-                f"{path}:1: the file is empty; expected a header row.", file=str(path), line=1
-            ) from None
-        except csv.Error as exc:
-            raise BundleError(f"{path}:1: unreadable header ({exc}).", file=str(path), line=1) from exc
-        if spec is not None and header != spec.field_names:
+
+        def check_header(header: list[str]) -> None:
+            if spec is None or header == spec.field_names:
+                return
             missing = [f for f in spec.field_names if f not in header]
             extra = [h for h in header if h not in spec.field_names]
             detail = []
@@ -309,34 +298,8 @@ class Bundle:
                 file=str(path),
                 line=1,
             )
-        rows: list[list[str]] = []
-        lines: list[int] = []
-        width = len(header)
-        while True:
-            start_line = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                raise BundleError(
-                    f"{path}:{start_line}: malformed CSV ({exc}); the row is truncated or has an unclosed quote.",
-                    file=str(path),
-                    line=start_line,
-                ) from exc
-            if len(row) != width:
-                raise BundleError(
-                    f"{path}:{start_line}: row has {len(row)} cells but the header has {width}; the row is "
-                    "truncated or has an unquoted comma. Rebuild the bundle or fix the row.",
-                    file=str(path),
-                    line=start_line,
-                )
-            rows.append(row)
-            lines.append(start_line)
-        frame = pd.DataFrame(rows, columns=header, dtype=object)
-        frame = frame.where(frame != "", None)
-        frame["_line"] = lines
-        return frame
+
+        return read_csv_lines(path, str(path), check_header)
 
     def read_object(self, spec: ObjectSpec) -> pd.DataFrame:
         """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
@@ -402,3 +365,57 @@ def new_manifest(
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "timings": {},
     }
+
+
+def read_csv_lines(
+    path: Path, label: str, check_header: Callable[[list[str]], None] | None = None
+) -> pd.DataFrame:
+    """A CSV as strings (None for empty) with a `_line` column holding each row's first line number.
+
+    Raises BundleError naming `label` (the file as the user knows it) and the line when the file is not UTF-8,
+    has no header, has a malformed row (unclosed quote, text after a closing quote) or a row whose cell count
+    differs from the header's. `check_header` may reject the header before any row is read.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{label}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=label) from exc
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise BundleError(
+            f"{label}:1: the file is empty; expected a header row.", file=label, line=1
+        ) from None
+    except csv.Error as exc:
+        raise BundleError(f"{label}:1: unreadable header ({exc}).", file=label, line=1) from exc
+    if check_header is not None:
+        check_header(header)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    width = len(header)
+    while True:
+        start_line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise BundleError(
+                f"{label}:{start_line}: malformed CSV ({exc}); the row is truncated or has an unclosed quote.",
+                file=label,
+                line=start_line,
+            ) from exc
+        if len(row) != width:
+            raise BundleError(
+                f"{label}:{start_line}: row has {len(row)} cells but the header has {width}; the row is "
+                "truncated or has an unquoted comma. Rebuild the bundle or fix the row.",
+                file=label,
+                line=start_line,
+            )
+        rows.append(row)
+        lines.append(start_line)
+    frame = pd.DataFrame(rows, columns=header, dtype=object)
+    frame = frame.where(frame != "", None)
+    frame["_line"] = lines
+    return frame

@@ -8,8 +8,6 @@ Everything that can be read is still checked.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from orgs.bundle import Bundle, BundleError, sha256_file
+from orgs.bundle import Bundle, BundleError, read_csv_lines, sha256_file
 from schemas.errors import OrgseedError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -207,39 +205,3 @@ def _resolve_profile(data: BundleData, given: str | Profile | None) -> Profile |
         )
     )
     return None
-
-
-def read_csv_lines(path: Path, rel: str) -> pd.DataFrame:
-    """A CSV as strings (None for empty) with a `_line` column; BundleError names the file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{rel}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=rel) from exc
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader)
-    except (StopIteration, csv.Error) as exc:
-        raise BundleError(f"{rel}:1: expected a header row.", file=rel, line=1) from exc
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    while True:
-        line = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise BundleError(f"{rel}:{line}: malformed CSV ({exc}).", file=rel, line=line) from exc
-        if len(row) != len(header):
-            raise BundleError(
-                f"{rel}:{line}: row has {len(row)} cells but the header has {len(header)}; the row is truncated "
-                "or has an unquoted comma. Rebuild the bundle.",
-                file=rel,
-                line=line,
-            )
-        rows.append(row)
-        lines.append(line)
-    frame = pd.DataFrame(rows, columns=header, dtype=object)
-    frame = frame.where(frame != "", None)
-    frame["_line"] = lines
-    return frame

@@ -365,10 +365,11 @@ def _property_fast(prop: dict[str, Any], col: pd.Series) -> list[tuple[int, str,
         add(bad, "type")
     if "enum" in prop:
         allowed = prop["enum"]
-        ok = (
-            np.array([_in_enum(value(p), allowed) for p in range(len(col))], dtype=bool) if len(col) else null
-        )
-        add(~ok, "enum")
+        # Decided once per distinct cell (a cell's JSON value depends only on its text); code -1 is empty.
+        codes, uniques = pd.factorize(cells, use_na_sentinel=True)
+        verdicts = [_in_enum(convert_cell(u, types), allowed) for u in uniques]
+        verdicts.append(_in_enum(None, allowed))
+        add(~np.array(verdicts, dtype=bool)[codes], "enum")
     if "pattern" in prop:
         add(is_str & ~_mask(col.str.contains(prop["pattern"], regex=True)), "pattern")
     if "format" in prop and prop["format"] in FORMATS and is_str.any():

@@ -350,7 +350,16 @@ def offered(text: str, phrases: dict[str, str], issue_name: str | None) -> list[
     lowered = text.lower()
     if issue_name:
         lowered = lowered.replace(issue_name.lower(), " ")
-    return [r for r, p in sorted(phrases.items()) if p.lower() in lowered and _phrase_re(p).search(lowered)]
+    return [
+        r
+        for r, p in _lowered(tuple(sorted(phrases.items())))
+        if p in lowered and _phrase_re(p).search(lowered)
+    ]
+
+
+@cache
+def _lowered(phrases: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((r, p.lower()) for r, p in phrases)
 
 
 @cache
@@ -387,10 +396,25 @@ def _offers(data: BundleData) -> list[Finding]:
             zip(data.latent["Issue__c"]["Id"], data.latent["Issue__c"]["_issue_key"], strict=True)
         )
     issue_name = dict(zip(data.raw["Issue__c"]["Id"], data.raw["Issue__c"]["Name"], strict=True))
-    cases = {r["Id"]: r for r in data.raw["Case"][["Id", "IssueId__c", "_line"]].to_dict("records")}
+    case_frame = data.raw["Case"]
+    cases = {
+        cid: {"IssueId__c": issue, "_line": line}
+        for cid, issue, line in zip(
+            case_frame["Id"], case_frame["IssueId__c"], case_frame["_line"], strict=True
+        )
+    }
     messages = _messages(data)
+    offers: dict[str, list[str]] = {}  # message id → the remedies its text offers (computed once)
+
+    def offers_of(m: _Message, name: str | None) -> list[str]:
+        got = offers.get(m.id)
+        if got is None:
+            got = offers[m.id] = offered(m.text, phrases, name)
+        return got
+
+    wanted = ["Id", "_line", "_offer_channel", "_offer_remedy", "_violation", "_days_since_purchase"]
     out: list[Finding] = []
-    for row in latent.to_dict("records"):
+    for row in latent[[c for c in wanted if c in latent.columns]].to_dict("records"):
         cid = row["Id"]
         case = cases.get(cid)
         if case is None:
@@ -434,7 +458,7 @@ def _offers(data: BundleData) -> list[Finding]:
         # The labelled offer is written in its channel.
         if remedy != "none" and channel in ("chat", "email") and remedy in phrases:
             carriers = [m for m in case_messages if m.channel == channel]
-            if not any(remedy in offered(m.text, phrases, name) for m in carriers):
+            if not any(remedy in offers_of(m, name) for m in carriers):
                 target = next((m for m in carriers if m.offer), None)
                 loc: dict[str, Any] = (
                     dict(
@@ -460,7 +484,7 @@ def _offers(data: BundleData) -> list[Finding]:
         # A case labelled clean makes no forbidden offer.
         if not violation:
             for m in case_messages:
-                bad = [r for r in offered(m.text, phrases, name) if not _allowed(r, days, policy)]
+                bad = [r for r in offers_of(m, name) if not _allowed(r, days, policy)]
                 for r in bad:
                     out.append(
                         finding(

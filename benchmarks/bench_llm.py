@@ -125,7 +125,7 @@ def run_bare_client(
 
     messages = [render(r.kind, r.facts, env).messages for r in reqs]
 
-    async def go() -> float:
+    async def go() -> tuple[float, float]:
         client = AsyncOpenAI(api_key="sk-bench-not-a-key", base_url=url, max_retries=0)
         gate = asyncio.Semaphore(concurrency)
 

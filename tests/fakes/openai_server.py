@@ -194,16 +194,18 @@ class FakeOpenAI:
             forced = cfg.script.pop(0) if cfg.script else None
         status = 499  # recorded when the client goes away first
         try:
-            status, extra, payload = await self._answer(cfg, auth, body, roll, forced)
+            status, extra, payload = await self._answer(st, cfg, auth, body, roll, forced)
         finally:
+            # `st`, not `self.stats`: a request still in flight across a reset (a hang outliving its test)
+            # must count in its own test's stats, not drive the next test's `in_flight` below zero.
             with self._lock:
-                self.stats.in_flight -= 1
-                self.stats.status[status] += 1
-                self.stats.last_at = time.monotonic()
+                st.in_flight -= 1
+                st.status[status] += 1
+                st.last_at = time.monotonic()
         return status, extra, payload
 
     async def _answer(
-        self, cfg: FakeConfig, auth: str, body: bytes, roll: float, forced: str | None = None
+        self, st: FakeStats, cfg: FakeConfig, auth: str, body: bytes, roll: float, forced: str | None = None
     ) -> tuple[int, list[tuple[str, str]], Any]:
         if cfg.latency:
             await asyncio.sleep(cfg.latency)
@@ -213,8 +215,8 @@ class FakeOpenAI:
         req = json.loads(body)
         fmt = (req.get("response_format") or {}).get("type", "text")
         with self._lock:
-            self.stats.formats[fmt] += 1
-            self.stats.max_tokens.append(int(req.get("max_tokens") or req.get("max_completion_tokens") or 0))
+            st.formats[fmt] += 1
+            st.max_tokens.append(int(req.get("max_tokens") or req.get("max_completion_tokens") or 0))
         # Faults that do not depend on the content: scripted, else by the roll.
         fault = forced
         if fault is None:
@@ -267,25 +269,26 @@ class FakeOpenAI:
             else _h(task, "same")
         )
         result = build_result(task, block["facts"], block["rules"], random.Random(filler_seed))
-        content: str | None = json.dumps(result)
+        text = json.dumps(result)
+        content: str | None = text
         refusal = None
         finish = "stop"
         repair = any(m["role"] == "assistant" for m in messages)
         u = (h % 10_000) / 10_000 if cfg.faults_on_repairs or not repair else 1.0
         edge = cfg.invalid_json_rate
         if u < edge:
-            content = "Sure! Here is the text you asked for: {" + content[1:40]
+            content = "Sure! Here is the text you asked for: {" + text[1:40]
         elif u < (edge := edge + cfg.truncate_rate):
-            content = content[: len(content) // 2]
+            content = text[: len(text) // 2]
             finish = "length"
         elif u < (edge := edge + cfg.refusal_rate):
             content, refusal = None, "I'm sorry, I can't help with that."
         elif u < edge + cfg.wrong_content_rate:
             content = json.dumps(_wrong(result))
         elif fmt == "text":
-            content = f"Here is the JSON:\n```json\n{content}\n```"
+            content = f"Here is the JSON:\n```json\n{text}\n```"
         with self._lock:
-            self.stats.tasks[task] += 1
+            st.tasks[task] += 1
         prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
         completion_tokens = len(content or refusal or "") // 4 + 1
         return (

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def _profile(tmp_path: Path, old: str, new: str) -> str:
     return str(path)
 
 
-BAD_INPUTS = [
+BAD_INPUTS: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ("unknown profile", lambda t: ["--profile", "crmarna"], "Unknown profile `crmarna`. Did you mean `crmarena`?"),
     ("malformed TOML", lambda t: ["--profile", _profile(t, "Case = 977", "Case = = 977")], "malformed TOML"),
     ("negative count", lambda t: ["--profile", _profile(t, "Case = 977", "Case = -3")], "`counts.Case`: -3 is less than"),
@@ -61,8 +62,8 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("label", "args", "message"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_gives_one_clear_error_and_touches_nothing(
-    tmp_path: Path, label: str, args, message: str
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, label: str, args: Callable[[Path], list[str]], message: str
+) -> None:
     out = tmp_path / "out"
     res = orgseed("build", "--no-prefect", "--out", str(out), *args(tmp_path))
     assert res.returncode == 2, res.stderr

@@ -5,21 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generator.world import build_world
+from generator.world import World, build_world
 from schemas.profile import load_profile
 
 
 @pytest.fixture(scope="module")
-def world():  # type: ignore[no-untyped-def]
+def world() -> World:
     return build_world(load_profile("crmarena"), seed=0, scale=1.0)
 
 
-def test_counts_follow_the_profile(world) -> None:  # type: ignore[no-untyped-def]
+def test_counts_follow_the_profile(world: World) -> None:
     assert len(world.agents) == 100 and len(world.customers) == 196 and len(world.products) == 500
     assert len(world.issues) == 12 and len(world.categories) == 12 and len(world.knowledge) == 45
 
 
-def test_agents(world) -> None:  # type: ignore[no-untyped-def]
+def test_agents(world: World) -> None:
     a = world.agents
     assert a["skill"].between(0, 1).all()
     assert (a["transfer_prob"] > 0).all() and (a["transfer_prob"] < 1).all()
@@ -37,12 +37,12 @@ def test_agents(world) -> None:  # type: ignore[no-untyped-def]
     assert steady.mean() >= 2 / 3
 
 
-def test_no_agent_is_top_specialist_of_two_issues(world) -> None:  # type: ignore[no-untyped-def]
+def test_no_agent_is_top_specialist_of_two_issues(world: World) -> None:
     top = world.expertise.argmax(axis=0)  # the heaviest-weighted agent per issue
     assert len(set(top.tolist())) == len(world.issues)
 
 
-def test_products(world) -> None:  # type: ignore[no-untyped-def]
+def test_products(world: World) -> None:
     probs = world.product_issues
     assert np.allclose(probs.sum(axis=1), 1.0)
     sig = world.products["signature_issue"].to_numpy()
@@ -59,7 +59,7 @@ def test_products(world) -> None:  # type: ignore[no-untyped-def]
     assert len(names) == len(world.products)
 
 
-def test_knowledge_topics_cover_every_issue_policy(world) -> None:  # type: ignore[no-untyped-def]
+def test_knowledge_topics_cover_every_issue_policy(world: World) -> None:
     keys = [t.key for t in world.knowledge]
     assert len(set(keys)) == len(keys)
     policy = {t.subject for t in world.knowledge if t.kind == "issue_policy"}
@@ -68,7 +68,7 @@ def test_knowledge_topics_cover_every_issue_policy(world) -> None:  # type: igno
         assert t.facts and all(f["question"] and f["answer"] for f in t.facts)
 
 
-def test_violation_probability_averages_to_the_profile_rate(world) -> None:  # type: ignore[no-untyped-def]
+def test_violation_probability_averages_to_the_profile_rate(world: World) -> None:
     p = world.violation_probability()
     assert abs(p.mean() - world.profile.latent["cases"]["violation_rate"]) < 0.02
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_org_provided_lookups_are_not_edges() -> None:
     assert "Profile" not in g.nodes
 
 
-def _model_with(tmp_path: Path, edits: dict[str, dict[str, dict]]) -> Path:
+def _model_with(tmp_path: Path, edits: dict[str, dict[str, tuple[dict[str, Any], bool]]]) -> Path:
     root = tmp_path / "schemas"
     shutil.copytree(SCHEMA_DIR, root, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     for sobject, fields in edits.items():
@@ -54,7 +55,7 @@ def _model_with(tmp_path: Path, edits: dict[str, dict[str, dict]]) -> Path:
     return root
 
 
-def _lookup(target: str, prefix: str, rel: str) -> dict:
+def _lookup(target: str, prefix: str, rel: str) -> dict[str, Any]:
     return {
         "type": ["string", "null"],
         "pattern": f"^{prefix}[0-9A-Za-z]{{15}}$",

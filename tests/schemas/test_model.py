@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,19 +95,19 @@ def test_child_relationships_for_subqueries() -> None:
 # -- a corpus of broken schemas: (file, mutation, what the error must name) -----------------------------------
 
 
-def _set(doc: dict, path: list[str], value: object) -> None:
+def _set(doc: dict[str, Any], path: list[str], value: object) -> None:
     for key in path[:-1]:
         doc = doc[key]
     doc[path[-1]] = value
 
 
-def _drop(doc: dict, path: list[str]) -> None:
+def _drop(doc: dict[str, Any], path: list[str]) -> None:
     for key in path[:-1]:
         doc = doc[key]
     del doc[path[-1]]
 
 
-BROKEN = [
+BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ("Case", lambda d: _set(d, ["properties", "OwnerId", "x-sf", "referenceTo"], ["Usr"]),
      "/properties/OwnerId/x-sf/referenceTo", "Did you mean `User`"),
     ("Case", lambda d: _set(d, ["properties", "Status", "x-sf", "type"], "pickilst"), "/properties/Status/x-sf/type", ""),
@@ -122,13 +124,13 @@ BROKEN = [
 
 @pytest.mark.parametrize(("sobject", "mutate", "pointer", "hint"), BROKEN)
 def test_broken_schema_is_located(
-    tmp_path: Path, sobject: str, mutate: object, pointer: str, hint: str
+    tmp_path: Path, sobject: str, mutate: Callable[[dict[str, Any]], None], pointer: str, hint: str
 ) -> None:
     root = tmp_path / "schemas"
     shutil.copytree(SCHEMA_DIR, root, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     path = root / "objects" / f"{sobject}.json"
     doc = json.loads(path.read_text())
-    mutate(doc)  # type: ignore[operator]
+    mutate(doc)
     path.write_text(json.dumps(doc))
     with pytest.raises(ModelError) as err:
         load_model(root)

@@ -40,4 +40,4 @@ def test_bad_bounds_fail_with_file_and_line(path: Path) -> None:
     with pytest.raises(ProfileError) as info:
         load_profile(str(path))
     assert expected in str(info.value)
-    assert info.value.line == int(expected.split(":")[1])
+    assert info.value.fields["line"] == int(expected.split(":")[1])

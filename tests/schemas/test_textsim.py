@@ -73,7 +73,9 @@ def test_hashed_shingles_give_the_same_jaccard_as_the_shingle_strings() -> None:
     # texts shorter than three words, repeated shingles, case and punctuation.
     rnd = random.Random(11)
     vocab = ["Alpha", "beta", "GAMMA", "delta", "eps", "zeta", "eta", "theta", "beta,", "(gamma)"]
-    texts: list[str | None] = [" ".join(rnd.choice(vocab) for _ in range(rnd.randrange(0, 12))) for _ in range(300)]
+    texts: list[str | None] = [
+        " ".join(rnd.choice(vocab) for _ in range(rnd.randrange(0, 12))) for _ in range(300)
+    ]
     texts += [None, "", "one", "one two", "one two three", "one two three one two three"]
     hashes, offsets = shingle_hashes(texts)
     sets = [frozenset(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(texts))]
@@ -81,7 +83,10 @@ def test_hashed_shingles_give_the_same_jaccard_as_the_shingle_strings() -> None:
         assert len(sets[i]) == len(shingles(texts[i])), texts[i]
     for _ in range(5000):
         a, b = rnd.randrange(len(texts)), rnd.randrange(len(texts))
-        assert jaccard(sets[a], sets[b]) == jaccard(shingles(texts[a]), shingles(texts[b])), (texts[a], texts[b])
+        assert jaccard(sets[a], sets[b]) == jaccard(shingles(texts[a]), shingles(texts[b])), (
+            texts[a],
+            texts[b],
+        )
 
 
 def test_every_pair_at_or_above_the_threshold_is_found_in_a_small_corpus() -> None:

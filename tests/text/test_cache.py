@@ -5,13 +5,15 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from generator.text.cache import CachedResponse, CacheError, ResponseCache, default_cache_path, request_key
 
-PAYLOAD = {
+PAYLOAD: dict[str, Any] = {
     "endpoint": "http://127.0.0.1:1/v1",
     "template": "case.v1+system.v1+r1",
     "request": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "seed": 7, "max_tokens": 50},
@@ -63,9 +65,10 @@ def test_concurrent_threads_and_processes(tmp_path: Path) -> None:
     threads = [threading.Thread(target=_writer, args=(path, f"t{k}", 100)) for k in range(3)]
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(path, f"p{k}", 100)) for k in range(2)]
-    for w in [*threads, *procs]:
+    workers: list[threading.Thread | BaseProcess] = [*threads, *procs]
+    for w in workers:
         w.start()
-    for w in [*threads, *procs]:
+    for w in workers:
         w.join(60)
     assert all(p.exitcode == 0 for p in procs)
     cache = ResponseCache(path)

@@ -6,6 +6,7 @@ import asyncio
 import email.utils
 import random
 import time
+from collections.abc import Mapping
 
 import pytest
 
@@ -72,7 +73,7 @@ def test_gate_bounds_work_in_flight() -> None:
     assert asyncio.run(go()) == 3
 
 
-def _stalled(stalled: float, since: dict) -> Terminal:
+def _stalled(stalled: float, since: Mapping[str, int]) -> Terminal:
     return Terminal(f"stalled {stalled:.1f} s: {since}")
 
 

@@ -13,7 +13,8 @@ def test_packaged_prices_and_prefix_match() -> None:
     prices, source = load_prices()
     assert source == "generator/text/prices.toml"
     assert price_for("gpt-4o-mini-2024-07-18", prices) == ("gpt-4o-mini", prices["gpt-4o-mini"])
-    assert price_for("gpt-4o-2024-08-06", prices)[0] == "gpt-4o"  # type: ignore[index]
+    dated = price_for("gpt-4o-2024-08-06", prices)
+    assert dated is not None and dated[0] == "gpt-4o"
     assert price_for("llama3", prices) is None
 
 

@@ -6,11 +6,22 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 from tests.conftest import REPO
 from validators.findings import RULES, Finding, Severity, drop_covered, finding
 
 RULE_LITERAL = re.compile(r"\"((?:bundle|schema|integrity|rules|text)\.[a-z-]+)\"")
+
+
+class Cell(TypedDict):
+    """The location keywords of `finding`."""
+
+    object: str
+    record: str
+    field: str
+    file: str
+    line: int
 
 
 def test_validators_never_import_prefect_typer_or_rich() -> None:
@@ -39,10 +50,11 @@ def test_every_rule_id_the_code_uses_is_declared() -> None:
 
 
 def test_a_covering_rule_reports_a_cell_once() -> None:
-    cell = {"object": "Case", "record": "500x", "field": "OwnerId", "file": "data/Case.csv", "line": 3}
+    cell: Cell = {"object": "Case", "record": "500x", "field": "OwnerId", "file": "data/Case.csv", "line": 3}
+    next_line: Cell = {**cell, "line": 4}
     required = finding("schema.required", "empty", **cell)
     lookup = finding("integrity.required-lookup", "no owner", **cell)
-    elsewhere = finding("schema.required", "empty", **{**cell, "line": 4})
+    elsewhere = finding("schema.required", "empty", **next_line)
     assert drop_covered([required, lookup, elsewhere]) == [lookup, elsewhere]
 
 

@@ -319,9 +319,9 @@ class Oracle:
             groups.setdefault(key, []).append(r)
         if not group_exprs and not groups:
             groups[()] = []
-        out = []
+        out: list[dict[str, Any]] = []
         for key, members in groups.items():
-            rec = {}
+            rec: dict[str, Any] = {}
             env: dict[str, Any] = {}
             for name, expr in args["columns"]:
                 value = self.agg_value(sobject, expr, members, group_exprs, group_vals)
@@ -337,10 +337,10 @@ class Oracle:
             expr, direction = item[0].upper(), item[1].lower()
             present = [r for r in out if r["__env"][expr] is not None]
             missing = [r for r in out if r["__env"][expr] is None]
-            present.sort(key=lambda r, e=expr: _comparable(r["__env"][e]), reverse=direction == "desc")
+            present.sort(key=lambda rec: _comparable(rec["__env"][expr]), reverse=direction == "desc")
             out = missing + present if direction == "asc" else present + missing
-        for r in out:
-            del r["__env"]
+        for rec in out:
+            del rec["__env"]
         if args.get("limit") is not None:
             out = out[: args["limit"]]
         return out

@@ -13,6 +13,7 @@ import requests
 from simple_salesforce import Salesforce
 from simple_salesforce.exceptions import (
     SalesforceAuthenticationFailed,
+    SalesforceError,
     SalesforceExpiredSession,
     SalesforceGeneralError,
     SalesforceMalformedRequest,
@@ -32,6 +33,20 @@ def get(server: LocalServer, path: str, token: str | None = None, **kw: Any) -> 
     return server.session().get(server.url + path, headers=headers, timeout=10, **kw)
 
 
+def error_content(exc: SalesforceError) -> object:
+    """The parsed JSON body of an error response: simple-salesforce stores it in `content` although it
+    annotates that attribute as bytes (typed as object here so mypy checks what follows a comparison)."""
+    return exc.content
+
+
+def error_code(exc: SalesforceError) -> object:
+    """The errorCode of the first entry of an error response."""
+    content = error_content(exc)
+    assert isinstance(content, list) and content, content
+    assert isinstance(content[0], dict), content
+    return content[0]["errorCode"]
+
+
 # -- sessions and login --------------------------------------------------------------------------------------
 
 
@@ -46,7 +61,7 @@ def test_wrong_token_is_an_expired_session(server: LocalServer) -> None:
     with pytest.raises(SalesforceExpiredSession) as caught:
         sf.query("SELECT Id FROM Case LIMIT 1")
     assert caught.value.status == 401
-    assert caught.value.content == [
+    assert error_content(caught.value) == [
         {"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}
     ]
     assert get(server, "/services/data/v59.0/limits/", token="").status_code == 401
@@ -138,13 +153,13 @@ def test_last_page_is_done_and_locator_is_then_gone(sf: Any) -> None:
     assert "nextRecordsUrl" not in page and pages > 1
     with pytest.raises(SalesforceMalformedRequest) as caught:
         sf.query_more(locator, identifier_is_url=True)
-    assert caught.value.content[0]["errorCode"] == "INVALID_QUERY_LOCATOR"
+    assert error_code(caught.value) == "INVALID_QUERY_LOCATOR"
 
 
 def test_unknown_locator(sf: Any) -> None:
     with pytest.raises(SalesforceMalformedRequest) as caught:
         sf.query_more("01gAAAAAAAAAAAAAAA-2000")
-    assert caught.value.content == [
+    assert error_content(caught.value) == [
         {"message": "invalid query locator", "errorCode": "INVALID_QUERY_LOCATOR"}
     ]
 
@@ -253,7 +268,7 @@ def test_child_relationships_in_describe(sf: Any) -> None:
 def test_unknown_object(sf: Any) -> None:
     with pytest.raises(SalesforceResourceNotFound) as caught:
         sf.Opportunity.describe()
-    assert caught.value.content[0]["errorCode"] == "NOT_FOUND"
+    assert error_code(caught.value) == "NOT_FOUND"
 
 
 def test_record_get(sf: Any, frames: Frames) -> None:
@@ -269,7 +284,7 @@ def test_record_get(sf: Any, frames: Frames) -> None:
         sf.Case.get("500Ws0000000000AAA")
     with pytest.raises(SalesforceMalformedRequest) as caught:
         sf.restful(f"sobjects/Case/{case_id}", params={"fields": "Nope"})
-    assert caught.value.content[0]["errorCode"] == "INVALID_FIELD"
+    assert error_code(caught.value) == "INVALID_FIELD"
 
 
 def test_record_by_external_id(sf: Any, frames: Frames) -> None:
@@ -293,7 +308,7 @@ def test_limits_and_usage_header(sf: Any) -> None:
 def test_read_only_and_unknown_paths(sf: Any, server: LocalServer) -> None:
     with pytest.raises(SalesforceGeneralError) as caught:
         sf.Case.create({"Subject": "x"})
-    assert caught.value.status == 405 and caught.value.content[0]["errorCode"] == "METHOD_NOT_ALLOWED"
+    assert caught.value.status == 405 and error_code(caught.value) == "METHOD_NOT_ALLOWED"
     r = get(server, "/services/data/v59.0/nothing/here")
     assert r.status_code == 404 and r.json() == [
         {"message": "The requested resource does not exist", "errorCode": "NOT_FOUND"}

@@ -55,8 +55,9 @@ def test_error(entry: dict[str, Any], sf: Any) -> None:
     assert exc.status == entry["status"]
     if entry["status"] == 400:
         assert isinstance(exc, SalesforceMalformedRequest)
-    assert isinstance(exc.content, list) and len(exc.content) == 1
-    body = exc.content[0]
+    content: object = exc.content  # the parsed JSON body, though simple-salesforce annotates it as bytes
+    assert isinstance(content, list) and len(content) == 1
+    body = content[0]
     assert set(body) == {"message", "errorCode"}
     assert body["errorCode"] == entry["code"], body["message"]
     m = LOCATION.match(body["message"])

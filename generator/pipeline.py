@@ -25,6 +25,7 @@ import pandas as pd
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.text.base import TextRequest, TextWriter
 from generator.world import build_world
+from schemas.gcpause import gc_paused
 from schemas.graph import build_graph
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -162,7 +163,8 @@ def run_structured_shard(job: ShardJob) -> list[tuple[int, pd.DataFrame]]:
     ctx = context_for(job)
     gen = GENERATORS[job.sobject]
     blocks = gen.n_blocks(ctx)
-    return [(b, gen.block(ctx, b)) for b in shard_slice(blocks, job.shard, job.shards)]
+    with gc_paused():
+        return [(b, gen.block(ctx, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
 async def run_text_shard(job: ShardJob) -> list[dict[str, Any]]:

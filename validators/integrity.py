@@ -117,7 +117,7 @@ def _lookups(
                         line=lines[pos],
                     )
                 )
-        prefix = col.fillna("").str.slice(0, 3).to_numpy(dtype=object)
+        prefix = col.fillna("").to_numpy(dtype=object).astype("U3").astype(object)  # the first 3 characters
         right_prefix = np.isin(prefix, list(prefixes))
         for pos in np.flatnonzero(~null & ~right_prefix):
             owner = model.object_for_prefix(str(prefix[pos]))
@@ -144,7 +144,7 @@ def _lookups(
             known |= ids.get(t, set())
         if not readable:
             continue  # the target's CSV is unreadable: reported as bundle.csv
-        exists = np.fromiter((v in known for v in values), dtype=bool, count=len(values))
+        exists = col.isin(known).to_numpy()
         for pos in np.flatnonzero(~null & right_prefix & ~exists):
             target = prefixes[str(prefix[pos])]
             out.append(

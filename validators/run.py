@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orgs.bundle import Bundle
+from schemas.gcpause import gc_paused
 from schemas.model import OrgModel
 from schemas.profile import Profile
 from validators.findings import Finding, Report, Severity, drop_covered
@@ -49,6 +50,11 @@ def validate_bundle(
     root: Path | str, profile: str | Profile | None = None, model: OrgModel | None = None
 ) -> Report:
     """Every finding about the bundle at `root` (checked against `profile`, default: the build's)."""
+    with gc_paused():
+        return _validate(root, profile, model)
+
+
+def _validate(root: Path | str, profile: str | Profile | None, model: OrgModel | None) -> Report:
     started = time.perf_counter()
     data = load_bundle(root, profile, model)
     report = Report(bundle=str(root), timings={"load": round(time.perf_counter() - started, 4)})

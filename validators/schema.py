@@ -102,9 +102,49 @@ def _strings_only(check: Callable[[str], bool]) -> Callable[[object], bool]:
     return run
 
 
+_ANCHORED = re.compile(r"\^[^|]*[^\\]\$")  # ^…$ with no alternation: search and fullmatch agree
+
+
+@cache
+def _multiline(pattern: str) -> re.Pattern[str]:
+    return re.compile(f"^(?:{pattern})$", re.MULTILINE)
+
+
+def _all_match(values: pd.Series, pattern: str) -> bool:
+    """True when every cell is a string that fully matches `pattern`, decided in one pass in C.
+
+    The cells are joined with newlines and `^(?:pattern)$` is counted in multi-line mode. A match can only start
+    at a line start and cannot overlap the next one, so the count equals the number of cells exactly when every
+    cell matches whole (a match spilling over a line break consumes the next line's start). False (undecided)
+    when a cell holds a line break.
+    """
+    if not len(values):
+        return False
+    joined = "\n".join(values.tolist())
+    return joined.count("\n") == len(values) - 1 and len(_multiline(pattern).findall(joined)) == len(values)
+
+
+def _fullmatch(values: pd.Series, pattern: str) -> np.ndarray:
+    """Which cells fully match `pattern` (False for empty cells): all at once in C when all do."""
+    present = values.notna().to_numpy(copy=True)
+    if _all_match(values[present], pattern):
+        return present
+    return _mask(values.str.fullmatch(pattern))
+
+
+def _searches(values: pd.Series, pattern: str) -> np.ndarray:
+    """Which cells contain a match of `pattern` (JSON Schema `pattern`: `re.search` semantics)."""
+    # For a pattern anchored at both ends with no alternation, on cells without a line break, search and
+    # fullmatch agree; cell by cell they may not (`$` also matches before a final newline).
+    present = values.notna().to_numpy(copy=True)
+    if _ANCHORED.fullmatch(pattern) and _all_match(values[present], pattern[1:-1]):
+        return present
+    return _mask(values.str.contains(pattern, regex=True))
+
+
 def _sf_id_ok(values: pd.Series) -> np.ndarray:
     """`is_sf_id` for a column of strings, vectorised."""
-    ok = _mask(values.str.fullmatch(r"[0-9A-Za-z]{15}[A-Z0-5]{3}"))
+    ok = _fullmatch(values, r"[0-9A-Za-z]{15}[A-Z0-5]{3}")
     if ok.any():
         chars = np.array(values[ok].tolist(), dtype="U18").view("U1").reshape(-1, 18)
         upper = (chars[:, :15] >= "A") & (chars[:, :15] <= "Z")
@@ -115,20 +155,20 @@ def _sf_id_ok(values: pd.Series) -> np.ndarray:
 
 def _sf_datetime_ok(values: pd.Series) -> np.ndarray:
     """`is_sf_datetime` for a column of strings, vectorised."""
-    shaped = _mask(values.str.fullmatch(SF_DATETIME_RE.pattern))
+    shaped = _fullmatch(values, SF_DATETIME_RE.pattern)
     parsed = pd.to_datetime(values.str.slice(0, 19), format="%Y-%m-%dT%H:%M:%S", errors="coerce")
     return shaped & parsed.notna().to_numpy()
 
 
 def _date_ok(values: pd.Series) -> np.ndarray:
     """`is_date` for a column of strings, vectorised."""
-    shaped = _mask(values.str.fullmatch(DATE_RE.pattern))
+    shaped = _fullmatch(values, DATE_RE.pattern)
     return shaped & pd.to_datetime(values, format="%Y-%m-%d", errors="coerce").notna().to_numpy()
 
 
 def _email_ok(values: pd.Series) -> np.ndarray:
     """`is_email` for a column of strings, vectorised."""
-    return _mask(values.str.fullmatch(EMAIL_RE.pattern)) & (values.str.len() <= 254).to_numpy()
+    return _fullmatch(values, EMAIL_RE.pattern) & (values.str.len() <= 254).to_numpy()
 
 
 _SUFFIX = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"))
@@ -336,7 +376,7 @@ def _property_fast(prop: dict[str, Any], col: pd.Series) -> list[tuple[int, str,
     if "boolean" in types:
         is_bool = present & col.isin(["true", "false"]).to_numpy()
     if types & {"number", "integer"}:
-        candidate = present & _mask(col.str.fullmatch(NUMBER_RE.pattern))
+        candidate = present & _fullmatch(col, NUMBER_RE.pattern)
         parsed = pd.to_numeric(col.where(candidate), errors="coerce").to_numpy(dtype=float)
         is_num = candidate & np.isfinite(parsed)
         nums = np.where(is_num, parsed, np.nan)
@@ -371,7 +411,7 @@ def _property_fast(prop: dict[str, Any], col: pd.Series) -> list[tuple[int, str,
         verdicts.append(_in_enum(None, allowed))
         add(~np.array(verdicts, dtype=bool)[codes], "enum")
     if "pattern" in prop:
-        add(is_str & ~_mask(col.str.contains(prop["pattern"], regex=True)), "pattern")
+        add(is_str & ~_searches(col, prop["pattern"]), "pattern")
     if "format" in prop and prop["format"] in FORMATS and is_str.any():
         ok = np.ones(len(col), dtype=bool)
         ok[is_str] = VECTOR_FORMATS[prop["format"]](col[is_str])

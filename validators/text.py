@@ -414,7 +414,9 @@ def _offers(data: BundleData) -> list[Finding]:
 
     wanted = ["Id", "_line", "_offer_channel", "_offer_remedy", "_violation", "_days_since_purchase"]
     out: list[Finding] = []
-    for row in latent[[c for c in wanted if c in latent.columns]].to_dict("records"):
+    columns = [latent[c].tolist() if c in latent.columns else [None] * len(latent) for c in wanted]
+    for values in zip(*columns, strict=True):
+        row = dict(zip(wanted, values, strict=True))
         cid = row["Id"]
         case = cases.get(cid)
         if case is None:

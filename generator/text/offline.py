@@ -17,6 +17,7 @@ from typing import Any
 from generator.rng import derive_seed
 from generator.text import vocab
 from generator.text.base import TextKind, TextRequest, TextWriter
+from schemas.gcpause import gc_paused
 
 
 def human_date(iso: str) -> str:
@@ -55,6 +56,10 @@ class OfflineWriter(TextWriter):
         return self.write_sync(kind, requests)
 
     def write_sync(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
+        with gc_paused():
+            return self._write(kind, requests)
+
+    def _write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
         render = _RENDERERS[kind]
         out = []
         for req in requests:

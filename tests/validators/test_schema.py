@@ -9,6 +9,8 @@ does not compile (so it must fall back to jsonschema).
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from schemas.formats import EMAIL_RE, SF_DATETIME_RE
 from schemas.model import ObjectSpec, parse_object
 from validators.findings import Finding
 from validators.load import BundleData
 from validators.schema import (
+    NUMBER_RE,
+    _fullmatch,
     check_object,
     check_object_jsonschema,
     convert_cell,
@@ -256,3 +261,36 @@ def test_typed_cell_conversion(cell: str | None, types: set[str], expected: Any)
 def test_format_checker_knows_orgseed_formats(fmt: str, value: str, ok: bool) -> None:
     assert format_checker().conforms(value, fmt) is ok
     assert format_checker().conforms(12, fmt)  # formats apply to strings only
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"005[0-9A-Za-z]{15}",
+        SF_DATETIME_RE.pattern,
+        EMAIL_RE.pattern,
+        NUMBER_RE.pattern,
+        r"[^,]+",  # can match a line break: a match spilling into the next cell must not count
+        r"a|ab",
+    ],
+)
+def test_column_fullmatch_agrees_with_matching_each_cell(pattern: str) -> None:
+    rnd = random.Random(pattern)
+    good = {
+        r"005[0-9A-Za-z]{15}": lambda: "005" + "".join(rnd.choice("aZ09") for _ in range(15)),
+        SF_DATETIME_RE.pattern: lambda: (
+            f"20{rnd.randrange(10, 30)}-01-0{rnd.randrange(1, 9)}T10:00:00.000+0000"
+        ),
+        EMAIL_RE.pattern: lambda: f"user{rnd.randrange(99)}@example.com",
+        NUMBER_RE.pattern: lambda: str(rnd.choice([0, 12, -3, 4.5, 1e20])),
+        r"[^,]+": lambda: "abc",
+        r"a|ab": lambda: rnd.choice(["a", "ab"]),
+    }[pattern]
+    bad = ["", "x", "005short", "1,2", "line\nbreak", "ab ", " a", "a\n", "00512345678901234567", "1e", "--1"]
+    for trial in range(60):
+        cells: list[str | None] = [good() for _ in range(rnd.randrange(0, 30))]
+        if trial % 3:  # two trials in three hold a cell that does not match, an empty cell or a line break
+            cells.insert(rnd.randrange(len(cells) + 1), rnd.choice([*bad, None]))
+        want = [isinstance(c, str) and re.fullmatch(pattern, c) is not None for c in cells]
+        got = _fullmatch(pd.Series(cells, dtype=object), pattern).tolist()
+        assert got == want, cells

@@ -16,33 +16,16 @@ from statistics import median
 from typing import Any
 
 from generator.rng import derive_seed
-from generator.tasks.agents import (
-    sampler_handle_time,
-    sampler_transfer_count,
-    solve_handle_time,
-    solve_transfer_count,
-)
-from generator.tasks.casework import (
-    draft_new_cases,
-    ned_drafts,
-    sampler_case_routing,
-    sampler_knowledge_qa,
-    sampler_named_entity,
-    sampler_policy_violation,
-    solve_case_routing,
-    solve_knowledge_qa,
-    solve_named_entity,
-    solve_policy_violation,
-)
+from generator.tasks.best_region_identification import sampler_best_region, solve_best_region
+from generator.tasks.case_routing import draft_new_cases, sampler_case_routing, solve_case_routing
 from generator.tasks.common import DOMAIN_DETAILS, Instance, OrgData, Solution, TaskBuildError, fill
-from generator.tasks.trends import (
-    sampler_best_region,
-    sampler_monthly_trend,
-    sampler_top_issue,
-    solve_best_region,
-    solve_monthly_trend,
-    solve_top_issue,
-)
+from generator.tasks.handle_time import sampler_handle_time, solve_handle_time
+from generator.tasks.knowledge_qa import sampler_knowledge_qa, solve_knowledge_qa
+from generator.tasks.monthly_trend_analysis import sampler_monthly_trend, solve_monthly_trend
+from generator.tasks.named_entity_disambiguation import ned_drafts, sampler_named_entity, solve_named_entity
+from generator.tasks.policy_violation_identification import sampler_policy_violation, solve_policy_violation
+from generator.tasks.top_issue_identification import sampler_top_issue, solve_top_issue
+from generator.tasks.transfer_count import sampler_transfer_count, solve_transfer_count
 from generator.text.base import TextKind, TextRequest, TextWriter
 from orgs.bundle import Bundle
 from schemas.crmarena import NONE_SHARE as _NONE
@@ -160,7 +143,7 @@ async def build_tasks(
     instances: list[Instance] = []
     for task in TASK_ORDER:
         if task == "knowledge_qa":
-            from generator.tasks.casework import knowledge_facts
+            from generator.tasks.knowledge_qa import knowledge_facts
 
             available = len(knowledge_facts(data))
             if per_task > available:

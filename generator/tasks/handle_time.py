@@ -1,6 +1,6 @@
-"""Handle Time Understanding (HTU) and Transfer Count Understanding (TCU).
+"""Handle Time Understanding (HTU).
 
-Reference solvers (crmarena.md §7.2–7.3), with orgseed's stated choices:
+Reference solver (crmarena.md §7.2), with orgseed's stated choices:
 - handled(agent) = Owner Assignment rows with CreatedDate in [start, end] (end inclusive) and NewValue__c = agent:
   first assignments and transfers-in both count (the code's semantics; the policy text says so).
 - qualified = handled > n_cases.
@@ -8,24 +8,25 @@ Reference solvers (crmarena.md §7.2–7.3), with orgseed's stated choices:
   CreatedDate in [start, end) (end exclusive), a qualified owner, are non-transferred and Closed; handle time =
   ClosedDate − CreatedDate in minutes, averaged per owner → argmin/argmax. No such case → None (orgseed does not
   reproduce the reference's quirk of dropping the Id filter when the non-transferred list is empty).
-- TCU: transfers(agent) = Owner Assignment rows in [start, end] with OldValue__c = agent, for qualified agents;
-  only agents with at least one transfer are considered → argmin/argmax; none → None.
+
+`handled` and `qualified` are computed by helpers shared with transfer_count (`generator/tasks/common.py`).
 """
 
 from __future__ import annotations
 
 import random
-from datetime import date
 from typing import Any
 
-import pandas as pd
-
 from generator.tasks.common import (
+    SUFFIX_AGENT,
     Instance,
     OrgData,
     Solution,
     Window,
-    iso,
+    _cases_clause,
+    _params,
+    _qualified,
+    _window_assignments,
     pick_extreme,
     random_window,
     today_line,
@@ -42,28 +43,6 @@ HTU_POLICY = """## Handle Time Policy
 - Periods include their start. Case creation must be before the period's end; owner assignments may fall on
   the end instant itself.
 - If no agent is eligible or no case counts, answer None."""
-
-TCU_POLICY = """## Transfer Count Policy
-- A transfer is an Owner Assignment entry in the case history whose previous owner (OldValue__c) is set; it
-  counts for the agent the case was transferred away from (the previous owner).
-- Count transfers whose Owner Assignment entry falls within the period (start and end both included).
-- An agent is eligible when they received more than the stated number of Owner Assignment entries within the
-  period (first assignments and transfers to them both count).
-- Only eligible agents with at least one transfer are compared, so "fewest transfers" means the fewest among
-  agents who transferred at least once.
-- If no eligible agent transferred a case, answer None."""
-
-SUFFIX_AGENT = "Return only the Id of the agent (a User Id), or None if no agent qualifies."
-
-
-def _window_assignments(data: OrgData, w: Window) -> pd.DataFrame:
-    a = data.assignments
-    return a[(a["CreatedDate"] >= w.start) & (a["CreatedDate"] <= w.end)]
-
-
-def _qualified(rows: pd.DataFrame, n_cases: int) -> set[str]:
-    handled = rows["NewValue__c"].value_counts()
-    return set(handled[handled > n_cases].index)
 
 
 def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
@@ -87,23 +66,9 @@ def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
     return pick_extreme({str(k): float(v) for k, v in avg.items()}, str(params["extrema"]))
 
 
-def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
-    w = window_from_params(params)
-    rows = _window_assignments(data, w)
-    qualified = _qualified(rows, int(params["n_cases"]))
-    moves = rows[rows["OldValue__c"].notna() & rows["OldValue__c"].isin(qualified)]
-    counts = moves["OldValue__c"].value_counts()
-    return pick_extreme({str(k): float(v) for k, v in counts.items()}, str(params["extrema"]))
-
-
 _MIN = ["shortest", "lowest", "quickest"]
+
 _MAX = ["longest", "highest", "slowest"]
-
-
-def _cases_clause(n: int) -> str:
-    if n == 0:
-        return "among agents who handled any cases"
-    return f"among agents who handled more than {n} case{'s' if n > 1 else ''}"
 
 
 def _htu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
@@ -119,22 +84,6 @@ def _htu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
     return rng.choice(templates)
 
 
-def _tcu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
-    most = "most" if extrema == "max" else "fewest"
-    templates = [
-        f"Which agent transferred the {most} cases {w.phrase}, {_cases_clause(n)}?",
-        f"{w.phrase[0].upper()}{w.phrase[1:]}, who had the {most} case transfers {_cases_clause(n)}?",
-        f"Identify the agent with the {most} transfers {w.phrase} ({_cases_clause(n)}).",
-        f"Among the team {w.phrase}, which agent passed the {most} cases on to colleagues, {_cases_clause(n)}?",
-        f"Who moved the {most} cases to other agents {w.phrase}, {_cases_clause(n)}?",
-    ]
-    return rng.choice(templates)
-
-
-def _params(today: date, w: Window, n: int, extrema: str) -> dict[str, Any]:
-    return {"extrema": extrema, "n_cases": n, "today_date": iso(today), **w.params}
-
-
 def sampler_handle_time(data: OrgData) -> Any:
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
         today, w = random_window(data, rng)
@@ -145,21 +94,5 @@ def sampler_handle_time(data: OrgData) -> Any:
         query = _htu_query(rng, w, n, extrema)
         required = f"{HTU_POLICY}\n{today_line(today)}"
         return Instance("handle_time", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
-
-    return sample
-
-
-def sampler_transfer_count(data: OrgData) -> Any:
-    def sample(rng: random.Random, want_none: bool) -> Instance | None:
-        today, w = random_window(
-            data, rng, relative_units=(("week", 2, 16), ("month", 2, 14), ("quarter", 1, 5)), named_share=0.45
-        )
-        n = rng.choice([0, 0, 1, 2, 3])
-        extrema = "max" if rng.random() < 0.55 else "min"
-        params = _params(today, w, n, extrema)
-        sol = solve_transfer_count(data, params)
-        query = _tcu_query(rng, w, n, extrema)
-        required = f"{TCU_POLICY}\n{today_line(today)}"
-        return Instance("transfer_count", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
 
     return sample

@@ -1,0 +1,87 @@
+"""Monthly Trend Analysis (MTA).
+
+Reference solver (crmarena.md §7.8):
+- MTA: the product's cases (any status) with CreatedDate in [start, end) (end exclusive); count per calendar
+  month name (months of different years with the same name merge); the month whose count is strictly greater
+  than every other month's (a tie at the top is rejected, never emitted).
+
+The product's cases, name and case-weighted product list come from helpers shared with top_issue_identification
+(`generator/tasks/common.py`).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from generator.tasks.common import (
+    MONTHS,
+    Instance,
+    OrgData,
+    Solution,
+    _case_products,
+    _product_cases,
+    _product_name,
+    iso,
+    pick_extreme,
+    relative_window,
+    today_line,
+    window_from_params,
+)
+
+MTA_POLICY = """## Monthly Trend Policy
+- Consider all cases about the product (any status) created within the period (start included, end excluded).
+- Count them per calendar month name; the same month name in different years counts together.
+- A month significantly exceeds the others when its count is strictly greater than every other month's."""
+
+
+def solve_monthly_trend(data: OrgData, params: dict[str, Any]) -> Solution:
+    w = window_from_params(params)
+    cases = _product_cases(data).get(params["product_id"])
+    if cases is None:
+        return Solution(None, {})
+    sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] < w.end)]
+    counts = sel["CreatedDate"].dt.month.map(lambda m: MONTHS[m - 1]).value_counts()
+    return pick_extreme({str(k): float(v) for k, v in counts.items()}, "max")
+
+
+def sampler_monthly_trend(data: OrgData) -> Any:
+    products, weights = _case_products(data)
+    rich = [p for p, w in zip(products, weights, strict=True) if w >= 4]
+    rich_w = [w for w in weights if w >= 4]
+
+    def sample(rng: random.Random, want_none: bool) -> Instance | None:
+        if not rich:
+            return None
+        product = rng.choices(rich, weights=rich_w)[0]
+        case = _product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
+        when = case["CreatedDate"].to_pydatetime()
+        unit, count = ("month", rng.randint(7, 11)) if rng.random() < 0.5 else ("quarter", rng.randint(3, 6))
+        today = (when + timedelta(days=rng.randint(20, 150))).date()
+        w = relative_window(today, unit, count)
+        params = {"product_id": product, "today_date": iso(today), **w.params}
+        sol = solve_monthly_trend(data, params)
+        counts = sol.candidates if isinstance(sol.candidates, dict) else {}
+        if sol.answer is None or counts.get(sol.answer, 0) < 2:
+            return None
+        name = _product_name(data, product)
+        templates = [
+            f"Is there a month where cases about the {name} greatly exceeded the other months {w.phrase}?",
+            f"{w.phrase[0].upper()}{w.phrase[1:]}, in which month did the {name} get far more cases than in any other month?",
+            f"Which month stands out for {name} cases {w.phrase}?",
+            f"Looking at {name} cases {w.phrase}, which month had significantly more than the rest?",
+        ]
+        suffix = f"The associated product Id is {product}. Return only the month name (e.g. January)."
+        query = rng.choice(templates)
+        return Instance(
+            "monthly_trend_analysis",
+            query,
+            sol.answer,
+            f"{MTA_POLICY}\n{today_line(today)}",
+            params,
+            sol,
+            tail=f" {suffix}",
+        )
+
+    return sample

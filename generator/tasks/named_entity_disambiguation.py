@@ -1,0 +1,227 @@
+"""Named Entity Disambiguation (NED).
+
+Reference solver (crmarena.md §7.4), with orgseed's stated choices:
+- NED: purchase date = today − the period; the product must match the search term (every word of the term, as a
+  whole word, in the product's Name, Description, ProductCode or Family — SOSL's ALL FIELDS over Product2 text);
+  the answer is the product of the contact's Activated orders placed exactly on that date; none → None.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+from dateutil.relativedelta import relativedelta
+
+from generator.tasks.common import Instance, OrgData, Solution, iso, today_line
+from generator.text.base import TextKind, TextRequest, TextWriter
+
+TOKEN = re.compile(r"[A-Za-z0-9]+")
+
+NED_POLICY = """## Order Lookup Policy
+- "N days/weeks/months ago" counts back from today's date by calendar days, weeks (7 days) or months; a
+  fortnight is 2 weeks.
+- Only the contact's Activated orders placed exactly on that date count.
+- If no product of such an order matches what the customer describes, answer None."""
+
+
+def _tokens(text: object) -> set[str]:
+    return {t.lower() for t in TOKEN.findall(str(text or ""))}
+
+
+def _ned_index(data: OrgData) -> dict[str, Any]:
+    if "ned" in data.cache:
+        return data.cache["ned"]
+    p = data.products
+    text_tokens = {
+        pid: _tokens(f"{n} {d} {c} {f}")
+        for pid, n, d, c, f in zip(
+            p["Id"], p["Name"], p["Description"], p["ProductCode"], p["Family"], strict=True
+        )
+    }
+    name_tokens = {pid: _tokens(n) for pid, n in zip(p["Id"], p["Name"], strict=True)}
+    orders = data.orders[data.orders["Status"] == "Activated"].set_index("Id")
+    items = data.items[data.items["OrderId"].isin(orders.index)]
+    bought = pd.DataFrame(
+        {
+            "account": items["OrderId"].map(orders["AccountId"]).to_numpy(),
+            "date": items["OrderId"].map(orders["EffectiveDate"]).dt.date.to_numpy(),
+            "product": items["Product2Id"].to_numpy(),
+        }
+    )
+    by_account = {k: v for k, v in bought.groupby("account")}
+    every = data.orders.set_index("Id")
+    ever = pd.DataFrame(
+        {
+            "account": data.items["OrderId"].map(every["AccountId"]).to_numpy(),
+            "product": data.items["Product2Id"].to_numpy(),
+        }
+    )
+    ever_by_account = {k: sorted(set(v["product"])) for k, v in ever.groupby("account")}
+    contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
+    data.cache["ned"] = {
+        "text": text_tokens,
+        "name": name_tokens,
+        "bought": bought,
+        "by_account": by_account,
+        "ever_by_account": ever_by_account,
+        "contact_account": contact_account,
+    }
+    return data.cache["ned"]
+
+
+def _back(today: date, period: str, count: int) -> date:
+    delta = {
+        "day": relativedelta(days=count),
+        "week": relativedelta(weeks=count),
+        "month": relativedelta(months=count),
+    }
+    return today - delta[period]
+
+
+def solve_named_entity(data: OrgData, params: dict[str, Any]) -> Solution:
+    ix = _ned_index(data)
+    today = datetime.strptime(params["today_date"], "%Y-%m-%dT%H:%M:%SZ").date()
+    day = _back(today, params["period"], int(params["interval_count"]))
+    term = _tokens(params["ambiguous_product_name"])
+    matches = {pid for pid, toks in ix["text"].items() if term and term <= toks}
+    account = ix["contact_account"].get(params["contact_id"])
+    rows = ix["by_account"].get(account)
+    if rows is None:
+        return Solution(None, [])
+    hit = sorted(set(rows.loc[(rows["date"] == day) & rows["product"].isin(matches), "product"]))
+    if not hit:
+        return Solution(None, [])
+    return Solution(hit[0], hit, None, tie=len(hit) > 1, tied=hit if len(hit) > 1 else [])
+
+
+def _period_phrase(rng: random.Random, period: str, count: int) -> str:
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    if period == "week" and count == 2 and rng.random() < 0.5:
+        return "a fortnight ago"
+    if count == 1:
+        return rng.choice([f"a {period} ago", f"one {period} ago"]) if period != "day" else "yesterday"
+    number = words.get(count, str(count)) if rng.random() < 0.5 else str(count)
+    return rng.choice([f"{number} {period}s ago", f"{number} {period}s back"])
+
+
+async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWriter) -> list[dict[str, Any]]:
+    """Mentions (paraphrased product names with a search term) for purchases and for false presuppositions."""
+    ix = _ned_index(data)
+    bought = ix["bought"]
+    world_products = pd.read_csv(data.root / "latent" / "world" / "products.csv")
+    noun_of = dict(zip(data.products["Id"], world_products["noun"], strict=True))
+    cat_of = dict(zip(data.products["Id"], world_products["category"], strict=True))
+    names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
+    account_contact = {a: c for c, a in ix["contact_account"].items()}
+    all_products = sorted(names)
+    drafts, requests = [], []
+    for k in range(n):
+        real = k % 10 < 7
+        row = bought.iloc[rng.randrange(len(bought))]
+        account = row["account"]
+        mine = set(ix["ever_by_account"][account])  # everything the contact ever ordered, any status
+        if real:
+            product = row["product"]
+            day = row["date"]
+        else:
+            others = [p for p in all_products if p not in mine]
+            product = rng.choice(others)
+            day = row["date"] + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
+        period = rng.choice(["day", "day", "week", "month"])
+        count = {"day": rng.randint(1, 30), "week": rng.randint(1, 8), "month": rng.randint(1, 6)}[period]
+        if period == "month":
+            today = day + relativedelta(months=count)
+        elif period == "week":
+            today = day + timedelta(weeks=count)
+        else:
+            today = day + timedelta(days=count)
+        others_names = sorted(names[p] for p in mine if p != product)
+        facts = {
+            "name": names[product],
+            "noun": noun_of[product],
+            "category": cat_of[product],
+            "others": others_names,
+        }
+        requests.append(TextRequest(TextKind.PRODUCT_MENTION, f"ned-{k}", facts))
+        drafts.append(
+            {
+                "contact_id": account_contact[account],
+                "product_id": product,
+                "today": today,
+                "period": period,
+                "count": count,
+                "mine": sorted(mine),
+                "real": real,
+            }
+        )
+    mentions = await writer.write(TextKind.PRODUCT_MENTION, requests)
+    for d, m in zip(drafts, mentions, strict=True):
+        d["mention"], d["term"] = m["mention"], m["search_term"]
+    return drafts
+
+
+def _unique_term(ix: dict[str, Any], product: str, mine: list[str], terms: list[str]) -> str | None:
+    """The first term that matches the product by name and none of the contact's other purchases at all."""
+    for term in terms:
+        toks = _tokens(term)
+        if not toks or not toks <= ix["name"][product]:
+            continue
+        if any(toks <= ix["text"][p] for p in mine if p != product):
+            continue
+        return term
+    return None
+
+
+def sampler_named_entity(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
+    ix = _ned_index(data)
+    names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
+    queue = list(drafts)
+
+    def sample(rng: random.Random, want_none: bool) -> Instance | None:
+        if not queue:
+            return None
+        pos = next((i for i, d in enumerate(queue) if (not d["real"]) == want_none), None)
+        if pos is None:
+            return None
+        d = queue.pop(pos)
+        name = names[d["product_id"]]
+        noun_words = name.split()[1:]
+        term = _unique_term(ix, d["product_id"], d["mine"], [d["term"], " ".join(noun_words), name])
+        if term is None:
+            return None
+        mention = d["mention"] if term == d["term"] else f"{name.lower()}"
+        params = {
+            "contact_id": d["contact_id"],
+            "today_date": iso(d["today"]),
+            "period": d["period"],
+            "interval_count": d["count"],
+            "ambiguous_product_name": term,
+        }
+        sol = solve_named_entity(data, params)
+        when = _period_phrase(rng, d["period"], d["count"])
+        today_words = f"{d['today'].strftime('%B')} {d['today'].day}, {d['today'].year}"
+        templates = [
+            f"Today is {today_words}. Show me the {mention} I ordered {when}.",
+            f"Hi, it's {today_words}. Can you find the {mention} I bought {when}?",
+            f"I ordered the {mention} {when} (today is {today_words}). Which product was it?",
+            f"Could you pull up the {mention} from my order {when}? Today's {today_words}.",
+        ]
+        suffix = "Return only the Id of the product from the contact's past order, or None if there is no such order."
+        query = rng.choice(templates)
+        required = f"{NED_POLICY}\n- Contact Id interacting: {d['contact_id']}\n{today_line(d['today'])}"
+        return Instance(
+            "named_entity_disambiguation",
+            query,
+            sol.answer,
+            required,
+            params,
+            sol,
+            {"mention": mention},
+            tail=f" {suffix}",
+        )
+
+    return sample

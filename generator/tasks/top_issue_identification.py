@@ -1,0 +1,111 @@
+"""Top Issue Identification (TII).
+
+Reference solver (crmarena.md §7.7):
+- TII: cases whose order item is of the product, CreatedDate in [start, end] (end inclusive); count per
+  IssueId__c; the issue with most cases; no case → None.
+
+The product's cases, name and case-weighted product list come from helpers shared with monthly_trend_analysis
+(`generator/tasks/common.py`).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from generator.tasks.common import (
+    MONTHS,
+    Instance,
+    OrgData,
+    Solution,
+    _case_products,
+    _product_cases,
+    _product_name,
+    iso,
+    named_window,
+    pick_extreme,
+    random_window,
+    relative_window,
+    today_line,
+    window_from_params,
+)
+
+TII_POLICY = """## Top Issue Policy
+- Consider the cases about the product (the case's order item is of that product) created within the period,
+  start and end both included.
+- The most reported issue is the issue with the most such cases.
+- If the product has no case in the period, answer None."""
+
+
+def solve_top_issue(data: OrgData, params: dict[str, Any]) -> Solution:
+    w = window_from_params(params)
+    cases = _product_cases(data).get(params["product_id"])
+    if cases is None:
+        return Solution(None, {})
+    sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] <= w.end)]
+    counts = sel["IssueId__c"].value_counts()
+    return pick_extreme({str(k): float(v) for k, v in counts.items()}, "max")
+
+
+def sampler_top_issue(data: OrgData) -> Any:
+    products, weights = _case_products(data)
+    all_products = list(data.products["Id"])
+
+    def sample(rng: random.Random, want_none: bool) -> Instance | None:
+        if want_none:
+            product = rng.choice(all_products)
+            today, w = random_window(data, rng, named_share=0.5)
+        else:
+            product = rng.choices(products, weights=weights)[0]
+            case = _product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
+            when = case["CreatedDate"].to_pydatetime()
+            if rng.random() < 0.5:
+                kind = rng.choice(["month", "quarter", "season", "season"])
+                if kind == "month":
+                    name = MONTHS[when.month - 1]
+                elif kind == "quarter":
+                    name = f"Q{(when.month - 1) // 3 + 1}"
+                else:
+                    name = (
+                        "Winter"
+                        if when.month in (12, 1, 2)
+                        else ["Spring", "Summer", "Fall"][(when.month - 3) // 3]
+                    )
+                year = when.year - 1 if name == "Winter" and when.month <= 2 else when.year
+                w = named_window(name, year)
+                today = w.end.date() + timedelta(days=rng.randint(0, 300))
+            else:
+                unit, lo, hi = rng.choice(
+                    [("month", 2, 12), ("quarter", 1, 4), ("year", 1, 1), ("week", 4, 12)]
+                )
+                count = rng.randint(lo, hi)
+                today = (
+                    when + timedelta(days=rng.randint(1, 40 * count if unit != "week" else 6 * count))
+                ).date()
+                w = relative_window(today, unit, count)
+        params = {"product_id": product, "today_date": iso(today), **w.params}
+        sol = solve_top_issue(data, params)
+        name = _product_name(data, product)
+        templates = [
+            f"What was the most common issue with the {name} {w.phrase}?",
+            f"{w.phrase[0].upper()}{w.phrase[1:]}, which issue did customers report most often about the {name}?",
+            f"Which problem came up most for the {name} {w.phrase}?",
+            f"For the {name}, what is the top reported issue {w.phrase}?",
+        ]
+        suffix = (
+            f"The associated product Id is {product}. Return only the Id of the most reported issue "
+            "(an Issue__c Id), or None if there were no cases."
+        )
+        query = rng.choice(templates)
+        return Instance(
+            "top_issue_identification",
+            query,
+            sol.answer,
+            f"{TII_POLICY}\n{today_line(today)}",
+            params,
+            sol,
+            tail=f" {suffix}",
+        )
+
+    return sample

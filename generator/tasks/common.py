@@ -324,42 +324,42 @@ def today_line(today: date) -> str:
 SUFFIX_AGENT = "Return only the Id of the agent (a User Id), or None if no agent qualifies."
 
 
-def _window_assignments(data: OrgData, w: Window) -> pd.DataFrame:
+def window_assignments(data: OrgData, w: Window) -> pd.DataFrame:
     a = data.assignments
     return a[(a["CreatedDate"] >= w.start) & (a["CreatedDate"] <= w.end)]
 
 
-def _qualified(rows: pd.DataFrame, n_cases: int) -> set[str]:
+def qualified_agents(rows: pd.DataFrame, n_cases: int) -> set[str]:
     handled = rows["NewValue__c"].value_counts()
     return set(handled[handled > n_cases].index)
 
 
-def _cases_clause(n: int) -> str:
+def cases_clause(n: int) -> str:
     if n == 0:
         return "among agents who handled any cases"
     return f"among agents who handled more than {n} case{'s' if n > 1 else ''}"
 
 
-def _params(today: date, w: Window, n: int, extrema: str) -> dict[str, Any]:
+def agent_task_params(today: date, w: Window, n: int, extrema: str) -> dict[str, Any]:
     return {"extrema": extrema, "n_cases": n, "today_date": iso(today), **w.params}
 
 
 # -- Shared by top_issue_identification and monthly_trend_analysis (TII, MTA) ----------------------------
 
 
-def _product_cases(data: OrgData) -> dict[str, Any]:
+def product_cases(data: OrgData) -> dict[str, Any]:
     if "product_cases" not in data.cache:
         data.cache["product_cases"] = {k: v for k, v in data.cases.groupby("_product")}
     return data.cache["product_cases"]
 
 
-def _product_name(data: OrgData, product_id: str) -> str:
+def product_name(data: OrgData, product_id: str) -> str:
     if "product_names" not in data.cache:
         data.cache["product_names"] = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     return str(data.cache["product_names"][product_id])
 
 
-def _case_products(data: OrgData) -> tuple[list[str], list[float]]:
+def case_products(data: OrgData) -> tuple[list[str], list[float]]:
     if "case_products" not in data.cache:
         counts = data.cases["_product"].value_counts()
         data.cache["case_products"] = (list(counts.index), [float(x) for x in counts.to_numpy()])

@@ -23,13 +23,13 @@ from generator.tasks.common import (
     OrgData,
     Solution,
     Window,
-    _cases_clause,
-    _params,
-    _qualified,
-    _window_assignments,
+    agent_task_params,
+    cases_clause,
     pick_extreme,
+    qualified_agents,
     random_window,
     today_line,
+    window_assignments,
     window_from_params,
 )
 
@@ -47,8 +47,8 @@ HTU_POLICY = """## Handle Time Policy
 
 def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    rows = _window_assignments(data, w)
-    qualified = _qualified(rows, int(params["n_cases"]))
+    rows = window_assignments(data, w)
+    qualified = qualified_agents(rows, int(params["n_cases"]))
     per_case = rows.groupby("CaseId__c").size()
     single = set(per_case[per_case == 1].index)
     c = data.cases
@@ -75,11 +75,11 @@ def _htu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
     word = rng.choice(_MIN if extrema == "min" else _MAX)
     speed = "fastest" if extrema == "min" else "slowest"
     templates = [
-        f"Which agent had the {word} average handle time {w.phrase}, {_cases_clause(n)}?",
-        f"{w.phrase[0].upper()}{w.phrase[1:]}, who was the {speed} agent at closing cases on average, {_cases_clause(n)}?",
-        f"Find the agent with the {word} average handle time {w.phrase} ({_cases_clause(n)}).",
-        f"Looking at handle times {w.phrase}, which agent {_cases_clause(n)} averaged the {word} time to close a case?",
-        f"I need the agent whose average case handling time was the {word} {w.phrase}, {_cases_clause(n)}.",
+        f"Which agent had the {word} average handle time {w.phrase}, {cases_clause(n)}?",
+        f"{w.phrase[0].upper()}{w.phrase[1:]}, who was the {speed} agent at closing cases on average, {cases_clause(n)}?",
+        f"Find the agent with the {word} average handle time {w.phrase} ({cases_clause(n)}).",
+        f"Looking at handle times {w.phrase}, which agent {cases_clause(n)} averaged the {word} time to close a case?",
+        f"I need the agent whose average case handling time was the {word} {w.phrase}, {cases_clause(n)}.",
     ]
     return rng.choice(templates)
 
@@ -89,7 +89,7 @@ def sampler_handle_time(data: OrgData) -> Any:
         today, w = random_window(data, rng)
         n = rng.choice([0, 1, 1, 2, 2, 3])
         extrema = "min" if rng.random() < 0.6 else "max"
-        params = _params(today, w, n, extrema)
+        params = agent_task_params(today, w, n, extrema)
         sol = solve_handle_time(data, params)
         query = _htu_query(rng, w, n, extrema)
         required = f"{HTU_POLICY}\n{today_line(today)}"

@@ -20,11 +20,11 @@ from generator.tasks.common import (
     Instance,
     OrgData,
     Solution,
-    _case_products,
-    _product_cases,
-    _product_name,
+    case_products,
     iso,
     pick_extreme,
+    product_cases,
+    product_name,
     relative_window,
     today_line,
     window_from_params,
@@ -38,7 +38,7 @@ MTA_POLICY = """## Monthly Trend Policy
 
 def solve_monthly_trend(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    cases = _product_cases(data).get(params["product_id"])
+    cases = product_cases(data).get(params["product_id"])
     if cases is None:
         return Solution(None, {})
     sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] < w.end)]
@@ -47,7 +47,7 @@ def solve_monthly_trend(data: OrgData, params: dict[str, Any]) -> Solution:
 
 
 def sampler_monthly_trend(data: OrgData) -> Any:
-    products, weights = _case_products(data)
+    products, weights = case_products(data)
     rich = [p for p, w in zip(products, weights, strict=True) if w >= 4]
     rich_w = [w for w in weights if w >= 4]
 
@@ -55,7 +55,7 @@ def sampler_monthly_trend(data: OrgData) -> Any:
         if not rich:
             return None
         product = rng.choices(rich, weights=rich_w)[0]
-        case = _product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
+        case = product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
         when = case["CreatedDate"].to_pydatetime()
         unit, count = ("month", rng.randint(7, 11)) if rng.random() < 0.5 else ("quarter", rng.randint(3, 6))
         today = (when + timedelta(days=rng.randint(20, 150))).date()
@@ -65,7 +65,7 @@ def sampler_monthly_trend(data: OrgData) -> Any:
         counts = sol.candidates if isinstance(sol.candidates, dict) else {}
         if sol.answer is None or counts.get(sol.answer, 0) < 2:
             return None
-        name = _product_name(data, product)
+        name = product_name(data, product)
         templates = [
             f"Is there a month where cases about the {name} greatly exceeded the other months {w.phrase}?",
             f"{w.phrase[0].upper()}{w.phrase[1:]}, in which month did the {name} get far more cases than in any other month?",

@@ -19,12 +19,12 @@ from generator.tasks.common import (
     Instance,
     OrgData,
     Solution,
-    _case_products,
-    _product_cases,
-    _product_name,
+    case_products,
     iso,
     named_window,
     pick_extreme,
+    product_cases,
+    product_name,
     random_window,
     relative_window,
     today_line,
@@ -40,7 +40,7 @@ TII_POLICY = """## Top Issue Policy
 
 def solve_top_issue(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    cases = _product_cases(data).get(params["product_id"])
+    cases = product_cases(data).get(params["product_id"])
     if cases is None:
         return Solution(None, {})
     sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] <= w.end)]
@@ -49,7 +49,7 @@ def solve_top_issue(data: OrgData, params: dict[str, Any]) -> Solution:
 
 
 def sampler_top_issue(data: OrgData) -> Any:
-    products, weights = _case_products(data)
+    products, weights = case_products(data)
     all_products = list(data.products["Id"])
 
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
@@ -58,7 +58,7 @@ def sampler_top_issue(data: OrgData) -> Any:
             today, w = random_window(data, rng, named_share=0.5)
         else:
             product = rng.choices(products, weights=weights)[0]
-            case = _product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
+            case = product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
             when = case["CreatedDate"].to_pydatetime()
             if rng.random() < 0.5:
                 kind = rng.choice(["month", "quarter", "season", "season"])
@@ -86,7 +86,7 @@ def sampler_top_issue(data: OrgData) -> Any:
                 w = relative_window(today, unit, count)
         params = {"product_id": product, "today_date": iso(today), **w.params}
         sol = solve_top_issue(data, params)
-        name = _product_name(data, product)
+        name = product_name(data, product)
         templates = [
             f"What was the most common issue with the {name} {w.phrase}?",
             f"{w.phrase[0].upper()}{w.phrase[1:]}, which issue did customers report most often about the {name}?",

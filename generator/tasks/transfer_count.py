@@ -21,13 +21,13 @@ from generator.tasks.common import (
     OrgData,
     Solution,
     Window,
-    _cases_clause,
-    _params,
-    _qualified,
-    _window_assignments,
+    agent_task_params,
+    cases_clause,
     pick_extreme,
+    qualified_agents,
     random_window,
     today_line,
+    window_assignments,
     window_from_params,
 )
 
@@ -44,8 +44,8 @@ TCU_POLICY = """## Transfer Count Policy
 
 def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    rows = _window_assignments(data, w)
-    qualified = _qualified(rows, int(params["n_cases"]))
+    rows = window_assignments(data, w)
+    qualified = qualified_agents(rows, int(params["n_cases"]))
     moves = rows[rows["OldValue__c"].notna() & rows["OldValue__c"].isin(qualified)]
     counts = moves["OldValue__c"].value_counts()
     return pick_extreme({str(k): float(v) for k, v in counts.items()}, str(params["extrema"]))
@@ -54,11 +54,11 @@ def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
 def _tcu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
     most = "most" if extrema == "max" else "fewest"
     templates = [
-        f"Which agent transferred the {most} cases {w.phrase}, {_cases_clause(n)}?",
-        f"{w.phrase[0].upper()}{w.phrase[1:]}, who had the {most} case transfers {_cases_clause(n)}?",
-        f"Identify the agent with the {most} transfers {w.phrase} ({_cases_clause(n)}).",
-        f"Among the team {w.phrase}, which agent passed the {most} cases on to colleagues, {_cases_clause(n)}?",
-        f"Who moved the {most} cases to other agents {w.phrase}, {_cases_clause(n)}?",
+        f"Which agent transferred the {most} cases {w.phrase}, {cases_clause(n)}?",
+        f"{w.phrase[0].upper()}{w.phrase[1:]}, who had the {most} case transfers {cases_clause(n)}?",
+        f"Identify the agent with the {most} transfers {w.phrase} ({cases_clause(n)}).",
+        f"Among the team {w.phrase}, which agent passed the {most} cases on to colleagues, {cases_clause(n)}?",
+        f"Who moved the {most} cases to other agents {w.phrase}, {cases_clause(n)}?",
     ]
     return rng.choice(templates)
 
@@ -70,7 +70,7 @@ def sampler_transfer_count(data: OrgData) -> Any:
         )
         n = rng.choice([0, 0, 1, 2, 3])
         extrema = "max" if rng.random() < 0.55 else "min"
-        params = _params(today, w, n, extrema)
+        params = agent_task_params(today, w, n, extrema)
         sol = solve_transfer_count(data, params)
         query = _tcu_query(rng, w, n, extrema)
         required = f"{TCU_POLICY}\n{today_line(today)}"

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_build import REPO, run_child
 
@@ -37,7 +38,7 @@ print(json.dumps({"seconds": seconds, "records": report.records, "timings": repo
 """
 
 
-def validate_child(bundle: Path) -> dict[str, object]:
+def validate_child(bundle: Path) -> dict[str, Any]:
     res = subprocess.run(
         [sys.executable, "-c", VALIDATE, str(bundle)], cwd=REPO, capture_output=True, text=True
     )
@@ -78,12 +79,10 @@ def main() -> None:
                 builds.append(build(args.profile, scale, out))
                 gens.append(float(run_child("generate", scale, base / f"gen-{scale:g}-{i}")["seconds"]))
                 vals.append(validate_child(out))
-            val = min(vals, key=lambda r: float(str(r["seconds"])))
+            val = min(vals, key=lambda r: float(r["seconds"]))
             build_s, gen_s = min(builds), min(gens)
-            val_s, records = float(str(val["seconds"])), int(str(val["records"]))
-            timings = val["timings"]
-            assert isinstance(timings, dict)
-            steps = " ".join(f"{k}={v:.2f}" for k, v in timings.items() if k != "total")
+            val_s, records = float(val["seconds"]), int(val["records"])
+            steps = " ".join(f"{k}={v:.2f}" for k, v in val["timings"].items() if k != "total")
             print(
                 f"{scale:>6g} {records:>9,} {build_s:>10.2f} {gen_s:>10.2f} {val_s:>11.2f} {records / val_s:>10,.0f} "
                 f"{val_s / build_s:>9.2f} {val_s / gen_s:>9.2f}   {steps}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ def shingles(text: str | None, k: int = 3) -> frozenset[str]:
     return frozenset(" ".join(words[i : i + k]) for i in range(len(words) - k + 1))
 
 
-def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
+def jaccard(a: AbstractSet[Any], b: AbstractSet[Any]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)

@@ -66,10 +66,8 @@ NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
     ("Knowledge__kav", "FAQ_Answer__c"),
     ("Product2", "Description"),
 )
-NEAR_DUPLICATE_THRESHOLD = 0.5
-SHINGLE_WORDS = 3
+NEAR_DUPLICATE_THRESHOLD = textsim.DEFAULT_THRESHOLD
 
-_WORD = re.compile(r"\w+")
 _DANGLING = (",", ";", ":", "-", "–", "—", "(", "[", "{", "/", "&", "\\")
 _ELLIPSIS = ("...", "…")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -150,15 +148,6 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
 
 
 # -- near-duplicates ------------------------------------------------------------------------------------------
-
-
-def shingles(text: str, k: int = SHINGLE_WORDS) -> set[str]:
-    """Word k-shingles of the lower-cased text (a shorter text is one shingle)."""
-    return set(textsim.shingles(text, k))
-
-
-def jaccard(a: set[str], b: set[str]) -> float:
-    return textsim.jaccard(frozenset(a), frozenset(b)) if (a or b) else 0.0
 
 
 def near_duplicate_pairs(texts: list[str | None]) -> list[tuple[int, int, float]]:

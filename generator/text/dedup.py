@@ -26,10 +26,10 @@ class NearDuplicates:
         None and empty entries are skipped (None). A text that duplicates another is not kept, so it cannot
         make a later text a duplicate. Deterministic: the pairs come from fixed hashes and are taken in order.
         """
-        earlier: dict[int, list[int]] = {}
+        earlier: dict[int, list[int]] = {}  # pairs come sorted, so each list is ascending
         for i, j, _ in NearDuplicateIndex(texts, self.threshold).pairs():
             earlier.setdefault(j, []).append(i)
         out: list[int | None] = []
         for j in range(len(texts)):
-            out.append(next((i for i in sorted(earlier.get(j, ())) if out[i] is None and texts[i]), None))
+            out.append(next((i for i in earlier.get(j, ()) if out[i] is None), None))
         return out

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from schemas.textsim import jaccard, shingles
 from validators.load import load_bundle
 from validators.text import (
     NEAR_DUPLICATE_SCOPE,
     NEAR_DUPLICATE_THRESHOLD,
     agent_lines,
-    jaccard,
     near_duplicate_pairs,
     offered,
-    shingles,
     truncation,
 )
 

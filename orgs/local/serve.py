@@ -13,6 +13,7 @@ DNS:localhost, basicConstraints CA:true.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import datetime as dt
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orgs.local.api import Access, create_app
 from orgs.local.engine import API_VERSION, LocalOrg
@@ -201,9 +202,13 @@ class LocalServer:
             # C event loop and HTTP parser when available (served p50 at scale 10: 2.3 -> 1.4 ms, measured);
             # the pure-Python ones otherwise (e.g. Windows has no uvloop).
             loop="uvloop" if _has("uvloop") else "asyncio",
-            http="httptools" if _has("httptools") else "h11",
+            http=_coalescing_http_protocol() if _has("httptools") else "h11",
             ssl_certfile=str(self.certificate.cert) if self.certificate else None,
             ssl_keyfile=str(self.certificate.key) if self.certificate else None,
+            # loopback only: there is no proxy whose X-Forwarded-* headers to trust, and no reason to
+            # advertise the server; both save per-request work
+            proxy_headers=False,
+            server_header=False,
             timeout_keep_alive=75,
             # clients keep connections alive; don't let them hold a shutdown for long
             timeout_graceful_shutdown=2,
@@ -304,6 +309,63 @@ class LocalServer:
                 f"version='{API_VERSION}')",
             ]
         return "\n".join(lines)
+
+
+class _CoalescingTransport:
+    """A transport whose writes made in one event-loop step go out as one write.
+
+    uvicorn writes a response's status line and headers, then its body, as two writes; over TLS each is a
+    record, an encryption and a send() of its own (about 40 µs each on the 2-core machine the benchmarks
+    run on, an eighth of the server's time on a typical tool query). Buffering them until the step ends
+    sends one. Everything else is the wrapped transport's; `close()` sends what is pending first.
+    """
+
+    __slots__ = ("_loop", "_pending", "_transport")
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, chunks: Any) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _coalescing_http_protocol() -> type:
+    """uvicorn's httptools protocol, writing through a `_CoalescingTransport` (uvicorn.Config takes a
+    protocol class for `http`)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: Any) -> None:
+            wrapped = _CoalescingTransport(transport, asyncio.get_running_loop())
+            super().connection_made(cast(asyncio.Transport, wrapped))
+
+    return CoalescingHttpToolsProtocol
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -185,6 +185,63 @@ def test_missing_query_parameter(server: LocalServer) -> None:
     assert r.status_code == 400 and r.json()[0]["errorCode"] == "MALFORMED_QUERY"
 
 
+def test_query_string_is_read_as_utf8_and_the_last_value_wins(server: LocalServer) -> None:
+    # the error message quotes the query line, so the text the server decoded can be read back from it
+    soql = "SELECT Id FROM Case WHERE Subject = 'Zoë ★ 100%+1' AND Nope__c = 1"
+    r = get(server, "/services/data/v59.0/query/", params=[("q", "SELECT Id FROM Case"), ("q", soql)])
+    assert r.status_code == 400 and r.json()[0]["errorCode"] == "INVALID_FIELD"
+    message = r.json()[0]["message"]
+    assert soql in message
+    # the caret column counts characters, not UTF-8 bytes
+    assert f"Row:1:Column:{soql.index('Nope__c') + 1}" in message
+
+
+def test_head_is_get_without_a_body(server: LocalServer) -> None:
+    params = {"q": "SELECT Id FROM Issue__c"}
+    full = get(server, "/services/data/v59.0/query/", params=params)
+    head = server.session().head(
+        server.url + "/services/data/v59.0/query/",
+        params=params,
+        headers={"Authorization": f"Bearer {server.token}"},
+        timeout=10,
+    )
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == str(len(full.content))
+    assert head.headers["content-type"] == full.headers["content-type"]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [
+        # trailing slashes are accepted where Salesforce accepts them
+        ("/services/data/v59.0", 200, None),
+        ("/services/data/v59.0/sobjects/Case/", 200, None),
+        ("/services/data/v59.0/sobjects/Case/describe/", 200, None),
+        ("/services/data/v59.0/limits", 200, None),
+        ("/services/data/v59.0/limits/recordCount?sObjects=Case", 200, None),
+        # a version must look like vNN.N; objects must exist
+        ("/services/data/59.0/limits/", 404, "NOT_FOUND"),
+        ("/services/data/v59.0/sobjects/Nope__c/describe", 404, "NOT_FOUND"),
+        ("/services/data/v59.0/query/not-a-locator", 400, "INVALID_QUERY_LOCATOR"),
+        ("/services/data/v59.0/sobjects/Case/describe/extra/parts", 404, "NOT_FOUND"),
+        ("/services/data/v59.0/jobs/ingest", 404, "NOT_FOUND"),
+    ],
+)
+def test_rest_paths(server: LocalServer, path: str, status: int, code: str | None) -> None:
+    r = get(server, path)
+    assert r.status_code == status, r.text
+    if code is not None:
+        assert r.json()[0]["errorCode"] == code
+    assert r.headers["content-type"] == "application/json;charset=UTF-8"
+
+
+def test_no_session_before_not_found(server: LocalServer) -> None:
+    # as Salesforce: a bad session is refused before the path's version or object is looked at
+    for path in ("/services/data/vX/limits/", "/services/data/v59.0/sobjects/Nope__c"):
+        r = get(server, path, token="wrong")
+        assert r.status_code == 401 and r.json()[0]["errorCode"] == "INVALID_SESSION_ID"
+
+
 # -- value formats -----------------------------------------------------------------------------------------
 
 

@@ -65,12 +65,8 @@ class Access:
         )
 
 
-def _json(payload: Any, status: int = 200, org: LocalOrg | None = None) -> Response:
-    body = orjson.dumps(payload)
-    headers = {}
-    if org is not None:
-        headers["Sforce-Limit-Info"] = f"api-usage={org.requests}/{DAILY_API_REQUESTS}"
-    return Response(body, status_code=status, media_type="application/json;charset=UTF-8", headers=headers)
+def _json(payload: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json;charset=UTF-8")
 
 
 def _error(exc: OrgApiError) -> Response:

@@ -45,6 +45,8 @@ class FieldSpec:
     org_provided: bool = False
     audit: bool = False
     createable: bool = True
+    # computed by the org from stored fields (e.g. a person's Name); never a column of the bundle's CSVs
+    computed: bool = False
     json_schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

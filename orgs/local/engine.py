@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orgs.bundle import Bundle
+from orgs.local.computed import local_model
 from orgs.local.errors import NotFound, OrgApiError
 from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
@@ -103,7 +104,7 @@ class LocalOrg:
         rebuild: bool = False,
     ) -> None:
         self.bundle = Bundle(root)
-        self.model = model or load_model()
+        self.model = local_model(model or load_model())
         self.manifest = self.bundle.read_manifest()
         self.store = Store.open(self.bundle.root, self.model, rebuild=rebuild)
         if today is None:

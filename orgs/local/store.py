@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from orgs.bundle import Bundle, BundleError
+from orgs.local.computed import compute, local_model, stored_spec
 from orgs.local.text import FTS_TOKENIZER, search_text
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
-STORE_VERSION = "1"
+STORE_VERSION = "2"  # 2: computed fields (orgs/local/computed.py)
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
 
@@ -103,7 +104,7 @@ class Store:
     def open(cls, root: Path | str, model: OrgModel | None = None, rebuild: bool = False) -> Store:
         """The store of the bundle at `root`, (re)built first when missing or stale."""
         bundle = Bundle(root)
-        model = model or load_model()
+        model = local_model(model or load_model())
         info = ensure_store(bundle, model, force=rebuild)
         return cls(bundle, model, info)
 
@@ -206,12 +207,16 @@ def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) ->
 def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec) -> None:
     table = quote(spec.name)
     conn.execute(f"CREATE TABLE {table} ({', '.join(column_sql(f) for f in spec.fields)})")
-    raw = bundle.read_raw(spec.name, spec)
-    converters = [_convert(f) for f in spec.fields]
-    columns = [raw[f.name].tolist() for f in spec.fields]
-    for i, conv in enumerate(converters):
-        if conv is not None:
-            columns[i] = [conv(v) for v in columns[i]]
+    raw = bundle.read_raw(spec.name, stored_spec(spec))
+    computed = compute(spec, raw)
+    columns = []
+    for f in spec.fields:
+        if f.computed:
+            columns.append(list(computed[f.name]))
+            continue
+        values = raw[f.name].tolist()
+        conv = _convert(f)
+        columns.append(values if conv is None else [conv(v) for v in values])
     rows = list(zip(*columns, strict=True)) if columns else []
     marks = ", ".join("?" for _ in spec.fields)
     names_sql = ", ".join(quote(f.name) for f in spec.fields)

@@ -26,6 +26,16 @@ from schemas.model import ObjectSpec, OrgModel
 
 Cond = Any
 
+# what a Salesforce org computes for the fields the local org adds to the model (orgs/local/computed.py):
+# a person's Name is "FirstName LastName" (LastName alone without a FirstName); IsClosed is Status = Closed
+ORG_COMPUTED: dict[str, Callable[[pd.DataFrame], list[Any]]] = {
+    "Name": lambda df: [
+        last if first is None else f"{first} {last}"
+        for first, last in zip(df["FirstName"], df["LastName"], strict=True)
+    ],
+    "IsClosed": lambda df: [status == "Closed" for status in df["Status"]],
+}
+
 
 # -- data -----------------------------------------------------------------------------------------------------
 
@@ -46,7 +56,9 @@ class Frames:
             df = pd.read_csv(self.root / "data" / f"{name}.csv", dtype=str, keep_default_na=False)
             df = df.astype(object).where(df != "", None)
             for f in self.model.get(name).fields:
-                if f.type == "boolean":
+                if f.computed:  # a field the org computes: derived here, by this oracle's own rule
+                    df[f.name] = ORG_COMPUTED[f.name](df)
+                elif f.type == "boolean":
                     df[f.name] = df[f.name].map(lambda v: None if v is None else v == "true")
                 elif f.type in ("int", "double", "currency"):
                     df[f.name] = df[f.name].map(lambda v: None if v is None else float(v))

@@ -293,13 +293,20 @@ def test_global_describe(sf: Any) -> None:
         assert entry["urls"]["describe"] == f"/services/data/v59.0/sobjects/{spec.name}/describe"
 
 
-@pytest.mark.parametrize("name", ["Case", "Knowledge__kav", "OrderItem", "User"])
+# the fields a real org computes that the local org adds after the model's own (orgs/local/computed.py)
+ORG_COMPUTED = {"Case": ["IsClosed"], "Knowledge__kav": [], "OrderItem": [], "User": ["Name"]}
+
+
+@pytest.mark.parametrize("name", sorted(ORG_COMPUTED))
 def test_object_describe_matches_the_model(sf: Any, name: str) -> None:
     spec = load_model().get(name)
     result = getattr(sf, name).describe()
     assert result["name"] == spec.name and result["custom"] == spec.custom
     fields = {f["name"]: f for f in result["fields"]}
-    assert list(fields) == spec.field_names
+    assert list(fields) == spec.field_names + ORG_COMPUTED[name]
+    for extra in ORG_COMPUTED[name]:
+        assert not fields[extra]["createable"] and not fields[extra]["updateable"]
+        assert not fields[extra]["nillable"] and not fields[extra]["custom"]
     for f in spec.fields:
         d = fields[f.name]
         assert d["type"] == f.type
@@ -333,7 +340,8 @@ def test_record_get(sf: Any, frames: Frames) -> None:
     rec = sf.Case.get(case_id)
     assert rec["attributes"] == {"type": "Case", "url": f"/services/data/v59.0/sobjects/Case/{case_id}"}
     assert rec["Subject"] == frames.value("Case", "Subject", 3)
-    assert list(rec)[1:] == load_model().get("Case").field_names
+    assert list(rec)[1:] == load_model().get("Case").field_names + ORG_COMPUTED["Case"]
+    assert rec["IsClosed"] == (rec["Status"] == "Closed")
     assert sf.case.get(case_id[:15])["Id"] == case_id  # any casing of the object, 15-char ids
     some = sf.restful(f"sobjects/Case/{case_id}", params={"fields": "Subject,status"})
     assert list(some) == ["attributes", "Subject", "Status"]

@@ -7,6 +7,7 @@ import sqlite3
 from datetime import date
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from orgs.bundle import BundleError
@@ -65,13 +66,28 @@ def test_missing_bundle_files_are_named(bundle: Path) -> None:
         Store.open(bundle)
 
 
+def test_org_computed_fields_are_derived_from_the_csvs(bundle: Path) -> None:
+    conn = sqlite3.connect(Store.open(bundle).path)
+    for sobject in ("User", "Contact", "Account"):
+        frame = pd.read_csv(bundle / "data" / f"{sobject}.csv", dtype=str, keep_default_na=False)
+        expected = [f"{a} {b}".strip() for a, b in zip(frame["FirstName"], frame["LastName"], strict=True)]
+        got = [r[0] for r in conn.execute(f'SELECT "Name" FROM "{sobject}" ORDER BY rowid')]
+        assert got == expected and len(got) > 0
+    cases = pd.read_csv(bundle / "data" / "Case.csv", dtype=str, keep_default_na=False)
+    got = [r[0] for r in conn.execute('SELECT "IsClosed" FROM "Case" ORDER BY rowid')]
+    assert got == [int(s == "Closed") for s in cases["Status"]] and 0 < sum(got) < len(got)
+
+
 def test_tables_are_typed_and_indexed(bundle: Path) -> None:
     store = Store.open(bundle)
     conn = sqlite3.connect(store.path)
     model = load_model()
     for spec in model:
         cols = {r[1]: r[2] for r in conn.execute(f'PRAGMA table_info("{spec.name}")')}
-        assert list(cols) == spec.field_names
+        # after the model's columns, the fields a real org computes: a person's Name, Case.IsClosed
+        person = spec.has_field("FirstName") and spec.has_field("LastName") and not spec.has_field("Name")
+        extra = ["Name"] * person + ["IsClosed"] * (spec.name == "Case")
+        assert list(cols) == spec.field_names + extra
         for f in spec.fields:
             want = {"boolean": "INTEGER", "int": "INTEGER", "double": "REAL", "currency": "REAL"}.get(
                 f.type, "TEXT"

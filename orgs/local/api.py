@@ -11,6 +11,7 @@ GET  .../sobjects/<Obj>[/]                      basic info;  .../sobjects/<Obj>/
 GET  .../sobjects/<Obj>/<Id>[?fields=a,b]       one record; .../sobjects/<Obj>/<ExtIdField>/<value>
 GET  .../limits[/]   .../limits/recordCount?sObjects=A,B
 POST /services/Soap/u/XX.X[/...]                SOAP login (username + password + security token)
+*    .../jobs/query[/<id>[/results]]            Bulk API 2.0 query jobs (orgs/local/bulk.py); ingest: 405
 ```
 
 Every call but the version list needs `Authorization: Bearer <session token>` (401 INVALID_SESSION_ID
@@ -18,10 +19,9 @@ otherwise, in the JSON-list shape simple-salesforce expects). Errors are Salesfo
 matching status.
 
 The ASGI app (`create_app`) answers the `/services/data` routes of `RestApi` itself, a table of path
-patterns and plain handlers, and passes every other request to a FastAPI app: the SOAP login router, and
-any router added later (a Bulk API 2.0 router for `/services/data/vXX.X/jobs/...` would be included
-there, reusing `LocalOrg.run_soql`). The REST routes skip FastAPI because its request machinery cost about
-a third of the server's time on a one-row CRMArena tool query.
+patterns and plain handlers, and passes every other request to a FastAPI app: the SOAP login and Bulk
+API 2.0 routers, and any router added later. The REST routes skip FastAPI because its request machinery
+cost about a third of the server's time on a one-row CRMArena tool query.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import secrets
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -39,6 +39,7 @@ import orjson
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
+from orgs.local.bulk import ADMIN_USER_ID, BulkQueries
 from orgs.local.describe import describe_basic, describe_global, describe_object
 from orgs.local.engine import API_VERSION, LocalOrg
 from orgs.local.errors import InvalidSession, NotFound, OrgApiError
@@ -103,8 +104,10 @@ def create_app(org: LocalOrg, access: Access) -> LocalOrgApp:
     async def crashed(request: Request, exc: Exception) -> Response:  # pragma: no cover - a bug
         return _json(_crash_body(exc), 500)
 
+    rest = RestApi(org, access)
     app.include_router(soap_router(org, access))
-    return LocalOrgApp(RestApi(org, access), app)
+    app.include_router(bulk_router(BulkQueries(org), rest))
+    return LocalOrgApp(rest, app)
 
 
 class MethodNotAllowed(OrgApiError):
@@ -133,7 +136,7 @@ class Call:
 
     __slots__ = ("_headers", "params", "path", "query")
 
-    def __init__(self, scope: dict[str, Any], params: dict[str, str]) -> None:
+    def __init__(self, scope: Mapping[str, Any], params: dict[str, str]) -> None:
         self.path: str = scope["path"]
         self.params = params
         # as Starlette reads it: latin-1 text, %-escapes decoded as UTF-8, the last of repeated names
@@ -341,6 +344,71 @@ class LocalOrgApp:
             return Reply(orjson.dumps(_crash_body(exc)), 500, usage=False)
 
 
+def bulk_router(jobs: BulkQueries, rest: RestApi) -> APIRouter:
+    """Bulk API 2.0: query jobs (orgs/local/bulk.py); ingest jobs are refused, the org being read-only."""
+    router = APIRouter(prefix="/services/data/{version}/jobs")
+
+    def authorise(request: Request) -> str:
+        return rest.authorise(Call(request.scope, dict(request.path_params)))
+
+    async def json_body(request: Request) -> Any:
+        try:
+            return orjson.loads(await request.body())
+        except orjson.JSONDecodeError as exc:
+            raise OrgApiError(
+                f"The request body is not valid JSON: {exc}", error_code="JSON_PARSER_ERROR"
+            ) from exc
+
+    @router.post("/query")
+    @router.post("/query/")
+    async def create(request: Request) -> Response:
+        version = authorise(request)
+        return _json(jobs.create(await json_body(request), version))
+
+    @router.get("/query")
+    @router.get("/query/")
+    async def list_jobs(request: Request) -> Response:
+        authorise(request)
+        return _json(jobs.all())
+
+    @router.get("/query/{job_id}")
+    async def info(request: Request, job_id: str) -> Response:
+        authorise(request)
+        return _json(jobs.info(job_id))
+
+    @router.patch("/query/{job_id}")
+    async def set_state(request: Request, job_id: str) -> Response:
+        authorise(request)
+        jobs.set_state(job_id, await json_body(request))  # always refuses: jobs complete when created
+
+    @router.delete("/query/{job_id}")
+    async def delete(request: Request, job_id: str) -> Response:
+        authorise(request)
+        jobs.delete(job_id)
+        return Response(status_code=204)
+
+    @router.get("/query/{job_id}/results")
+    async def results(request: Request, job_id: str) -> Response:
+        version = authorise(request)
+        params = request.query_params
+        body, count, locator = jobs.results(job_id, version, params.get("maxRecords"), params.get("locator"))
+        headers = {"Sforce-NumberOfRecords": str(count), "Sforce-Locator": locator}
+        return Response(body, media_type="text/csv; charset=UTF-8", headers=headers)
+
+    @router.api_route("/ingest", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    @router.api_route("/ingest/{rest_of_path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def ingest(request: Request) -> Response:
+        authorise(request)
+        raise OrgApiError(
+            "The local org is read-only: Bulk API 2.0 ingest jobs (insert, update, upsert, delete) are not "
+            "supported here; query jobs are.",
+            error_code="METHOD_NOT_ALLOWED",
+            status=405,
+        )
+
+    return router
+
+
 def org_limits(org: LocalOrg) -> dict[str, dict[str, int]]:
     """A plausible limits map; DailyApiRequests counts this org's REST calls."""
     fixed = {
@@ -415,7 +483,7 @@ def soap_router(org: LocalOrg, access: Access) -> APIRouter:
             version=escape(version),
             org_id=org.org_id,
             session=escape(access.token),
-            user_id="005000000000001AAA",
+            user_id=ADMIN_USER_ID,
             username=escape(access.username),
         )
         return Response(body_text, media_type="text/xml;charset=UTF-8")

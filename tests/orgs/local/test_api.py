@@ -224,7 +224,8 @@ def test_head_is_get_without_a_body(server: LocalServer) -> None:
         ("/services/data/v59.0/sobjects/Nope__c/describe", 404, "NOT_FOUND"),
         ("/services/data/v59.0/query/not-a-locator", 400, "INVALID_QUERY_LOCATOR"),
         ("/services/data/v59.0/sobjects/Case/describe/extra/parts", 404, "NOT_FOUND"),
-        ("/services/data/v59.0/jobs/ingest", 404, "NOT_FOUND"),
+        ("/services/data/v59.0/jobs/nothing", 404, "NOT_FOUND"),
+        ("/services/data/v59.0/jobs/ingest", 405, "METHOD_NOT_ALLOWED"),
     ],
 )
 def test_rest_paths(server: LocalServer, path: str, status: int, code: str | None) -> None:

@@ -41,7 +41,10 @@ from orgs.local.soql.plan import ChildOut, FieldOut, ParentOut, Plan, RecordShap
 
 JOB_PREFIX = "750"
 ADMIN_USER_ID = "005000000000001AAA"
-MAX_JOBS = 100  # the oldest jobs (and their rows) are forgotten beyond this many
+# jobs keep their result rows in memory; the oldest are forgotten beyond this many jobs or rows in all
+# (the newest job is always kept)
+MAX_JOBS = 100
+MAX_ROWS = 2_000_000
 DEFAULT_MAX_RECORDS = 50_000
 DELIMITERS = {"COMMA": ",", "TAB": "\t", "PIPE": "|", "SEMICOLON": ";", "CARET": "^", "BACKQUOTE": "`"}
 LINE_ENDINGS = {"LF": "\n", "CRLF": "\r\n"}
@@ -111,7 +114,7 @@ def _datetime(value: Any) -> str:
 
 
 class BulkQueries:
-    """The query jobs of one local org (in memory, most recent `MAX_JOBS`)."""
+    """The query jobs of one local org, in memory: the most recent `MAX_JOBS`, within `MAX_ROWS` rows."""
 
     def __init__(self, org: LocalOrg) -> None:
         self.org = org
@@ -156,8 +159,10 @@ class BulkQueries:
         )
         with self._lock:
             self._jobs[job.id] = job
-            while len(self._jobs) > MAX_JOBS:
-                self._jobs.popitem(last=False)
+            held = sum(len(j.rows) for j in self._jobs.values())
+            while len(self._jobs) > 1 and (len(self._jobs) > MAX_JOBS or held > MAX_ROWS):
+                _, old = self._jobs.popitem(last=False)
+                held -= len(old.rows)
         return job.info(state="UploadComplete")
 
     def check(self, query: str) -> Plan:

@@ -13,6 +13,7 @@ import pytest
 import requests
 from simple_salesforce.exceptions import SalesforceError, SalesforceGeneralError, SalesforceMalformedRequest
 
+from orgs.local import bulk
 from orgs.local.serve import LocalServer
 from tests.orgs.local.oracle import Frames
 
@@ -209,3 +210,20 @@ def test_ingest_is_refused_the_org_being_read_only(sf: Any) -> None:
     with pytest.raises(SalesforceGeneralError) as caught:
         sf.bulk2.Case.insert(records=[{"Subject": "x"}], wait=0)
     assert caught.value.status == 405 and soql_error(caught.value)["errorCode"] == "METHOD_NOT_ALLOWED"
+
+
+def test_old_jobs_are_forgotten_within_the_row_budget(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "MAX_ROWS", 25)
+    ids = []
+    for _ in range(3):  # 10 rows each: the first job goes once a third one would pass 25 rows
+        body = {"operation": "query", "query": "SELECT Id FROM Case ORDER BY Id LIMIT 10"}
+        ids.append(call(server, "POST", jobs_url(server), json=body).json()["id"])
+    assert call(server, "GET", f"{jobs_url(server)}/{ids[0]}").status_code == 404
+    for kept in ids[1:]:
+        assert call(server, "GET", f"{jobs_url(server)}/{kept}").json()["numberRecordsProcessed"] == 10
+    big = {"operation": "query", "query": "SELECT Id FROM Case LIMIT 100"}
+    newest = call(server, "POST", jobs_url(server), json=big).json()["id"]  # over budget alone: still kept
+    assert call(server, "GET", f"{jobs_url(server)}/{newest}").json()["numberRecordsProcessed"] == 100
+    assert call(server, "GET", f"{jobs_url(server)}/{ids[2]}").status_code == 404

@@ -37,6 +37,7 @@ from orgs.local.engine import LocalOrg
 from orgs.local.errors import NotFound, OrgApiError, QueryError
 from orgs.local.soql import parse
 from orgs.local.soql.ast import SubQuery
+from orgs.local.soql.filters import to18
 from orgs.local.soql.plan import ChildOut, FieldOut, ParentOut, Plan, RecordShape
 
 JOB_PREFIX = "750"
@@ -146,7 +147,7 @@ class BulkQueries:
         header, cells = self.columns(plan.shape)
         rows = self.org.store.connection().execute(plan.sql, plan.params).fetchall()
         job = QueryJob(
-            id=JOB_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(15)),
+            id=to18(JOB_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))),
             operation=operation,
             sobject=plan.sobject,
             query=query,

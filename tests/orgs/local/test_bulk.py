@@ -15,6 +15,7 @@ from simple_salesforce.exceptions import SalesforceError, SalesforceGeneralError
 
 from orgs.local import bulk
 from orgs.local.serve import LocalServer
+from orgs.local.soql.filters import to18
 from tests.orgs.local.oracle import Frames
 
 HIGH_CASES = (
@@ -150,6 +151,7 @@ def test_job_lifecycle(server: LocalServer, frames: Frames) -> None:
     assert created.status_code == 200
     job = created.json()
     assert job["id"].startswith("750") and len(job["id"]) == 18
+    assert to18(job["id"][:15]) == job["id"]  # a well-formed id: its case-safe suffix checks out
     assert job["state"] == "UploadComplete" and job["object"] == "Case" and job["apiVersion"] == 59.0
     info = call(server, "GET", f"{jobs_url(server)}/{job['id']}").json()
     assert info["state"] == "JobComplete" and info["numberRecordsProcessed"] == high

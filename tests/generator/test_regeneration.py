@@ -1,0 +1,82 @@
+"""The build's near-duplicate rewriting loop (generator.pipeline._regenerate_near_duplicates) with fake
+writers: one that needs many rounds to vary its texts, and one that never can."""
+
+from __future__ import annotations
+
+import asyncio
+from itertools import combinations
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from generator import pipeline
+from generator.objects import BuildError
+from generator.text.base import TextKind, TextRequest
+from schemas.textsim import DEFAULT_THRESHOLD, jaccard, shingles
+
+SAME = "the customer says the parcel arrived crushed and the shoes inside are scuffed and wants a refund"
+
+
+def unique(row: int, attempt: int) -> str:
+    return f"case {row} attempt {attempt} words w{row}x{attempt} y{row}z{attempt} v{row}u{attempt}"
+
+
+class SlowWriter:
+    """Row r only varies its text from attempt 1 + r % 9 on: rewriting needs nine rounds."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    async def write(self, kind: str, reqs: list[TextRequest]) -> list[dict[str, Any]]:
+        self.calls.append(len(reqs))
+        out = []
+        for req in reqs:
+            row, attempt = int(req.key), int(req.facts.get("attempt", 0))
+            out.append({"text": unique(row, attempt) if attempt >= 1 + row % 9 else SAME})
+        return out
+
+
+class StuckWriter(SlowWriter):
+    async def write(self, kind: str, reqs: list[TextRequest]) -> list[dict[str, Any]]:
+        self.calls.append(len(reqs))
+        return [{"text": SAME} for _ in reqs]
+
+
+class FakeGen:
+    sobject = "Case"
+    dedup_fields = ("Description",)
+    text_kind = TextKind.CASE
+
+    def apply_text(
+        self, ctx: Any, frame: pd.DataFrame, reqs: list[TextRequest], texts: list[dict[str, Any]]
+    ) -> pd.DataFrame:
+        out = frame.copy()
+        out["Description"] = [t["text"] for t in texts]
+        return out
+
+
+def run(writer: SlowWriter, monkeypatch: pytest.MonkeyPatch, rows: int = 30) -> tuple[pd.DataFrame, int]:
+    monkeypatch.setattr(pipeline, "writer_for", lambda run, ctx: writer)
+    reqs = [TextRequest(TextKind.CASE, str(r), {}) for r in range(rows)]
+    texts = [{"text": SAME} for _ in range(rows)]
+    frame = pd.DataFrame({"Description": [SAME] * rows})
+    return asyncio.run(pipeline._regenerate_near_duplicates(None, None, FakeGen(), frame, reqs, texts))  # type: ignore[arg-type]
+
+
+def test_rewriting_goes_on_while_it_makes_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = SlowWriter()
+    frame, redone = run(writer, monkeypatch)
+    texts = frame["Description"].tolist()
+    # brute force over every pair: no near-duplicates are left
+    assert all(jaccard(shingles(a), shingles(b)) < DEFAULT_THRESHOLD for a, b in combinations(texts, 2))
+    # row 0 keeps its text (the earlier of each pair stays); the other 29 needed up to nine rewrites
+    assert texts[0] == SAME and redone == 29
+    assert len(writer.calls) == 9 > 4
+
+
+def test_rewriting_that_makes_no_progress_fails_soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = StuckWriter()
+    with pytest.raises(BuildError, match=r"Case: 29 text\(s\) are still near-duplicates after 3 rounds"):
+        run(writer, monkeypatch)
+    assert writer.calls == [29, 29, 29]

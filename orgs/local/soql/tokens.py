@@ -53,6 +53,7 @@ class Token:
         return self.kind is T.IDENT and self.text.upper() in words
 
 
+_PLAIN_STRING = re.compile(r"'([^'\\\n]*)'")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
@@ -145,6 +146,21 @@ class _Lexer:
     def string(self) -> None:
         src = self.src
         start = self.pos
+        plain = _PLAIN_STRING.match(src, start)
+        if plain is not None:  # no escapes, no line breaks: the common case, read in one step
+            self.pos = plain.end()
+            self.out.append(
+                Token(
+                    T.STRING,
+                    plain.group(),
+                    plain.group(1),
+                    start,
+                    self.pos,
+                    self.line,
+                    start - self.line_start + 1,
+                )
+            )
+            return
         i = start + 1
         chars: list[str] = []
         while True:

@@ -30,6 +30,22 @@ def test_tokens_carry_line_and_column() -> None:
     assert toks[-1].kind is T.EOF and toks[-1].offset == 30
 
 
+def test_string_positions_across_lines() -> None:
+    # plain strings (read in one step) and strings with escapes or line breaks (read character by
+    # character) must agree on values, lines and columns; expected positions counted by hand
+    text = "SELECT Id FROM Case\nWHERE Subject IN ('a b', 'it\\'s',\n  'two\nlines', 'x') AND S = ''"
+    strings = [(t.value, t.line, t.col, t.offset, t.end) for t in tokenize(text) if t.kind is T.STRING]
+    assert strings == [
+        ("a b", 2, 19, 38, 43),
+        ("it's", 2, 26, 45, 52),
+        ("two\nlines", 3, 3, 56, 67),
+        ("x", 4, 9, 69, 72),
+        ("", 4, 22, 82, 84),
+    ]
+    after = next(t for t in tokenize(text) if t.kind is T.IDENT and t.text == "AND")
+    assert (after.line, after.col) == (4, 14)
+
+
 def test_literals_are_decoded() -> None:
     toks = tokenize(
         r"'it\'s \\ \"q\" \n' 42 -3.5 2024-02-29 2024-01-05T10:00:00Z 2024-01-05T12:30:00+02:30 '50\%'"

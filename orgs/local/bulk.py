@@ -57,8 +57,8 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
 
 
-def _job_error(message: str, status: int = 400) -> OrgApiError:
-    return OrgApiError(message, error_code="INVALIDJOB", status=status)
+def _job_error(message: str) -> OrgApiError:
+    return OrgApiError(message, error_code="INVALIDJOB")
 
 
 @dataclass

@@ -26,6 +26,8 @@ server+wire − raw; translation overhead = in-process − raw. Targets: served 
 scale 10 the serving overhead at most 2× the raw SQL time, summed over the tool mix. The end-to-end ratio
 (served − raw) / raw, which counts the client's own work too, is printed beside it.
 `--profile` profiles the in-process path (LocalOrg.query/search + JSON encoding) with pyinstrument.
+Each scale also times a Bulk API 2.0 export (sf.bulk2 query) of every field of Case, CaseHistory__c and
+OrderItem, from job creation to the last CSV page.
 """
 
 from __future__ import annotations

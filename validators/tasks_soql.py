@@ -395,24 +395,13 @@ def check_tasks_via_api(root: Path | str, sf: Any) -> SoqlCheck:
         else:
             found, tie = SOLVERS[task](tools, params)
         if tie:
-            out.append(
-                SoqlDisagreement(
-                    g["idx"],
-                    task,
-                    expected,
-                    found,
-                    f"idx {g['idx']} ({task}): the org's data gives a tie; the instance has no unique answer.",
-                )
-            )
+            why = "the org's data gives a tie; the instance has no unique answer."
         elif found != expected:
-            out.append(
-                SoqlDisagreement(
-                    g["idx"],
-                    task,
-                    expected,
-                    found,
-                    f"idx {g['idx']} ({task}): the recorded answer is {expected!r} but the CRMArena tool queries "
-                    f"against the org give {found!r}; check the org's data and the builder.",
-                )
+            why = (
+                f"the recorded answer is {expected!r} but the CRMArena tool queries against the org give "
+                f"{found!r}; check the org's data and the builder."
             )
+        else:
+            continue
+        out.append(SoqlDisagreement(g["idx"], task, expected, found, f"idx {g['idx']} ({task}): {why}"))
     return SoqlCheck(out, len(lines), tools.queries)

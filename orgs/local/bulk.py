@@ -217,7 +217,10 @@ class BulkQueries:
         with self._lock:
             found = self._jobs.get(job_id)
         if found is None:
-            raise NotFound(f"Query job {job_id} does not exist (or was deleted or forgotten).")
+            raise NotFound(
+                f"Query job {job_id} does not exist (never created, deleted, or forgotten among the oldest "
+                f"jobs beyond {MAX_JOBS} jobs or {MAX_ROWS:,} rows); create it again with POST jobs/query."
+            )
         return found
 
     def info(self, job_id: str) -> dict[str, Any]:
@@ -272,7 +275,11 @@ class BulkQueries:
             with self._lock:
                 found = job.locators.get(locator)
             if found is None:
-                raise OrgApiError(f"invalid locator: {locator}", error_code="INVALID_QUERY_LOCATOR")
+                raise OrgApiError(
+                    f"Invalid locator {locator!r} for query job {job_id}: pass the Sforce-Locator header of "
+                    "the previous results page, or no locator for the first page.",
+                    error_code="INVALID_QUERY_LOCATOR",
+                )
             start = found
         page = job.rows[start : start + size]
         buffer = io.StringIO()

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from orgs.bundle import Bundle
-from orgs.local.computed import local_model
 from orgs.local.errors import NotFound, OrgApiError
 from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
@@ -104,9 +103,9 @@ class LocalOrg:
         rebuild: bool = False,
     ) -> None:
         self.bundle = Bundle(root)
-        self.model = local_model(model or load_model())
         self.manifest = self.bundle.read_manifest()
-        self.store = Store.open(self.bundle.root, self.model, rebuild=rebuild)
+        self.store = Store.open(self.bundle.root, model, rebuild=rebuild)
+        self.model = self.store.model  # the org model with the fields the org computes (computed.py)
         if today is None:
             self.today, self.today_source = default_today(self.bundle, self.manifest)
         else:

@@ -102,7 +102,8 @@ class Store:
 
     @classmethod
     def open(cls, root: Path | str, model: OrgModel | None = None, rebuild: bool = False) -> Store:
-        """The store of the bundle at `root`, (re)built first when missing or stale."""
+        """The store of the bundle at `root`, (re)built first when missing or stale. Its `model` is `model`
+        (default: the org model) with the fields the org computes (`computed.local_model`)."""
         bundle = Bundle(root)
         model = local_model(model or load_model())
         info = ensure_store(bundle, model, force=rebuild)

@@ -15,7 +15,6 @@ import string
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Any
 
 from orgs.bundle import Bundle
 from orgs.local.errors import NotFound, OrgApiError
+from orgs.local.records import Builders, ChildRows
 from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
-from orgs.local.soql.plan import ChildOut, FieldOut, Out, ParentOut, RecordShape
+from orgs.local.soql.plan import ChildOut, RecordShape
 from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
 from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
 from orgs.local.store import Store
@@ -114,6 +114,7 @@ class LocalOrg:
         self._plans: OrderedDict[str, Plan | SearchPlan] = OrderedDict()
         self._cursors: OrderedDict[str, Cursor] = OrderedDict()
         self._lock = threading.Lock()
+        self.builders = Builders()
         self.requests = 0
 
     # -- SOQL ---------------------------------------------------------------------------------------------
@@ -260,9 +261,8 @@ class LocalOrg:
                 params = {**it.plan.params, "parent_ids": ids}
                 for crow in self.store.connection().execute(it.plan.sql, params):
                     groups.setdefault(str(crow[it.plan.fk_col]).lower(), []).append(crow)
-                children[it.key] = ChildRows(groups, _record_builder(it.plan.shape, base, {}))
-        build = _record_builder(shape, base, children)
-        return [build(row) for row in rows]
+                children[it.key] = ChildRows(groups, self.builders.get(it.plan.shape, base, {}))
+        return self.builders.get(shape, base, children).many(rows)
 
     # -- records ------------------------------------------------------------------------------------------
 
@@ -356,93 +356,3 @@ class LocalOrg:
 
     def close(self) -> None:
         self.store.close()
-
-
-@dataclass
-class ChildRows:
-    """A page's children of one subquery, by lower-cased parent id, and how to shape them."""
-
-    groups: dict[str, list[tuple[Any, ...]]]
-    build: Callable[[tuple[Any, ...]], dict[str, Any]]
-
-
-_FACTORIES: OrderedDict[
-    tuple[int, str], tuple[RecordShape, Callable[..., Any], list[tuple[str, int | None]]]
-] = OrderedDict()
-_FACTORIES_LOCK = threading.Lock()
-
-
-def _record_builder(
-    shape: RecordShape, base: str, children: dict[str, ChildRows]
-) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    """A function turning one SQL row into a record: `attributes`, then the selected items in order."""
-    key = (id(shape), base)
-    with _FACTORIES_LOCK:
-        hit = _FACTORIES.get(key)
-    if hit is None or hit[0] is not shape:
-        factory, child_specs = _make_factory(shape, base)
-        with _FACTORIES_LOCK:
-            _FACTORIES[key] = (shape, factory, child_specs)
-            while len(_FACTORIES) > 2 * PLAN_CACHE:
-                _FACTORIES.popitem(last=False)
-    else:
-        _, factory, child_specs = hit
-    build: Callable[[tuple[Any, ...]], dict[str, Any]] = factory(
-        *[_child_result(children.get(name), limit) for name, limit in child_specs]
-    )
-    return build
-
-
-def _make_factory(shape: RecordShape, base: str) -> tuple[Callable[..., Any], list[tuple[str, int | None]]]:
-    """Generate `factory(children...) -> build(row) -> record`, one dict display per shape.
-
-    A generated dict display is about ten times faster than assembling each record field by field, and
-    records are the hot path of every query. Everything spliced into the source comes from the org model
-    or the plan (object and field names as repr() literals, column numbers); values are only ever read
-    from the row at run time.
-    """
-    namespace: dict[str, Any] = {}
-    child_specs: list[tuple[str, int | None]] = []
-
-    def prefix(sobject: str) -> str:
-        name = f"P{len(namespace)}"
-        namespace[name] = base + sobject + "/"
-        return name
-
-    def record(items: tuple[Out, ...], sobject: str, id_col: int) -> str:
-        parts = [f'"attributes": {{"type": {sobject!r}, "url": {prefix(sobject)} + r[{id_col}]}}']
-        for it in items:
-            if isinstance(it, FieldOut):
-                value = f"r[{it.col}]"
-                if it.boolean:
-                    value = f"(None if r[{it.col}] is None else r[{it.col}] != 0)"
-                parts.append(f"{it.key!r}: {value}")
-            elif isinstance(it, ParentOut):
-                inner = record(it.items, it.sobject, it.id_col)
-                parts.append(f"{it.key!r}: (None if r[{it.id_col}] is None else {inner})")
-            else:
-                parts.append(f"{it.key!r}: C{len(child_specs)}(r[{id_col}])")
-                child_specs.append((it.key, it.plan.limit))
-        return "{" + ", ".join(parts) + "}"
-
-    body = record(shape.items, shape.sobject, shape.id_col)
-    args = ", ".join(f"C{i}" for i in range(len(child_specs)))
-    source = f"def factory({args}):\n    def build(r):\n        return {body}\n    return build\n"
-    exec(compile(source, f"<record builder {shape.sobject}>", "exec"), namespace)
-    return namespace["factory"], child_specs
-
-
-def _child_result(found: ChildRows | None, limit: int | None) -> Callable[[Any], dict[str, Any] | None]:
-    """The nested query result of one parent's children (None when it has none)."""
-
-    def child(parent_id: Any) -> dict[str, Any] | None:
-        rows = found.groups.get(str(parent_id).lower()) if found else None
-        if not rows:
-            return None
-        if limit is not None:
-            rows = rows[:limit]
-        assert found is not None
-        records = [found.build(r) for r in rows]
-        return {"totalSize": len(records), "done": True, "records": records}
-
-    return child

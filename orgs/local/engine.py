@@ -1,7 +1,7 @@
 """The local org: a bundle's store answering SOQL, SOSL, describe and record reads, in REST shapes.
 
-`LocalOrg` knows nothing about HTTP; `api.py` maps requests onto it (and a Bulk API 2.0 router could be
-added beside the REST one, reusing `LocalOrg.run_soql`). Results are built in the exact JSON shapes
+`LocalOrg` knows nothing about HTTP; `api.py` maps requests onto it (`bulk.py` reuses `LocalOrg.plan` and
+`LocalOrg.store` for Bulk API 2.0 query jobs). Results are built in the exact JSON shapes
 Salesforce returns: `attributes {type, url}`, nested parent records (or null), nested child query
 results (or null), `AggregateResult` rows with `expr0...` keys, and query locators for paging.
 """
@@ -115,7 +115,6 @@ class LocalOrg:
         self._cursors: OrderedDict[str, Cursor] = OrderedDict()
         self._lock = threading.Lock()
         self.builders = Builders()
-        self.requests = 0
 
     # -- SOQL ---------------------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import date
 from html import escape
 from typing import Annotated, Any, TypeVar
 
@@ -53,20 +54,19 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orgs.local.bulk import ADMIN_USER_ID, BulkQueries
+from orgs.local.connections import Connections
 from orgs.local.describe import describe_basic, describe_global, describe_object
 from orgs.local.engine import API_VERSION, LocalOrg
-from orgs.local.errors import InvalidSession, NotFound, OrgApiError
+from orgs.local.errors import JSON_TYPE, XML_TYPE, InvalidSession, NotFound, OrgApiError, error_body
+from orgs.local.guard import RequestGuard
+from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
+from orgs.local.served import Served, ServedBundle
 
 VERSIONS = ("52.0", "55.0", "57.0", "58.0", "59.0", "60.0", "61.0", "62.0")
 _VERSION_RE = re.compile(r"v(\d{2,3}\.\d)")
 _BATCH_RE = re.compile(r"batchSize\s*=\s*(\d{1,9})", re.IGNORECASE)
 DAILY_API_REQUESTS = 15000
-MAX_LOGIN_BODY = 64 * 1024
-WORKERS = 8
-JSON_TYPE = "application/json;charset=UTF-8"
-XML_TYPE = "text/xml;charset=UTF-8"
 GET = ["GET", "HEAD"]
-SOAP_PREFIX = "/services/Soap/"
 
 log = logging.getLogger("orgseed.local")
 T = TypeVar("T")
@@ -99,29 +99,11 @@ class MethodNotAllowed(OrgApiError):
 
 # -- the one error path -----------------------------------------------------------------------------------
 
-_SOAP_FAULT = (
-    '<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope '
-    'xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:sf="urn:fault.partner.soap.sforce.com" '
-    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body><soapenv:Fault>'
-    "<faultcode>{code}</faultcode><faultstring>{code}: {message}</faultstring><detail>"
-    '<sf:LoginFault xsi:type="sf:LoginFault"><sf:exceptionCode>{code}</sf:exceptionCode>'
-    "<sf:exceptionMessage>{message}</sf:exceptionMessage></sf:LoginFault></detail></soapenv:Fault>"
-    "</soapenv:Body></soapenv:Envelope>"
-)
-
-
-def error_body(exc: OrgApiError, path: str) -> tuple[bytes, str]:
-    """The body and media type of an error answer: a SOAP fault on the SOAP routes, else Salesforce's
-    JSON error list."""
-    if path.startswith(SOAP_PREFIX):
-        text = _SOAP_FAULT.format(code=escape(exc.error_code), message=escape(exc.message))
-        return text.encode(), XML_TYPE
-    return orjson.dumps(exc.to_json()), JSON_TYPE
-
 
 def error_response(exc: OrgApiError, path: str) -> Response:
     body, media_type = error_body(exc, path)
-    return Response(body, status_code=exc.status, media_type=media_type)
+    headers = {"Connection": "close"} if exc.close_connection else None
+    return Response(body, status_code=exc.status, headers=headers, media_type=media_type)
 
 
 def _http_error(request: Request, exc: Exception) -> OrgApiError:
@@ -176,19 +158,44 @@ class Unexpected:
 
 
 class OrgState:
-    """What the app serves: the org, its Bulk API 2.0 query jobs, who may use it, the worker pool, and the
-    number of authorised calls (reported in `Sforce-Limit-Info` and `limits`)."""
+    """What the app serves: the bundle's org (followed on disk, `served.py`), who may use it, the limits,
+    the worker pool, and the number of authorised calls (reported in `Sforce-Limit-Info` and `limits`)."""
 
-    def __init__(self, org: LocalOrg, access: Access, workers: int = WORKERS) -> None:
-        self.org = org
-        self.bulk = BulkQueries(org)
+    def __init__(
+        self,
+        org: LocalOrg,
+        access: Access,
+        limits: ServeLimits = DEFAULT_LIMITS,
+        *,
+        today: date | None = None,
+        owned: bool = False,
+    ) -> None:
+        self.served = ServedBundle(org, today=today, limits=limits, owned=owned)
         self.access = access
+        self.limits = limits
         self.token = access.token.encode()
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="orgseed-org")
+        self.pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="orgseed-org")
         self.requests = 0
+
+    @property
+    def org(self) -> LocalOrg:
+        """The org served now."""
+        return self.served.current.org
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` in the worker pool (org work never runs on the event loop)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
+
+    async def served_now(self) -> Served:
+        """The served org, reloaded first (in the pool) when the bundle changed on disk."""
+        if self.served.changed():
+            return await self.run(self.served.get)
+        return self.served.get()
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.served.close()
 
 
 def _version(value: str) -> str:
@@ -200,23 +207,24 @@ def _version(value: str) -> str:
 
 @dataclass(frozen=True)
 class OrgCall:
-    """An authorised call: the org, its Bulk jobs, the API version of the path, and the worker pool."""
+    """An authorised call: the org served when it arrived, its Bulk jobs, the API version of the path,
+    and the worker pool."""
 
     state: OrgState
+    served: Served
     version: str
 
     @property
     def org(self) -> LocalOrg:
-        return self.state.org
+        return self.served.org
 
     @property
     def bulk(self) -> BulkQueries:
-        return self.state.bulk
+        return self.served.bulk
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`fn(*args, **kwargs)` in the worker pool (org work never runs on the event loop)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.state.pool, functools.partial(fn, *args, **kwargs))
+        return await self.state.run(fn, *args, **kwargs)
 
     async def json(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Response:
         """A JSON answer of `fn(*args, **kwargs)`, computed and encoded in the worker pool."""
@@ -233,16 +241,17 @@ class OrgCall:
 
 async def org_call(request: Request, version: str) -> OrgCall:
     """The dependency every `/services/data/{version}/...` handler takes: the session first (401), then
-    the version (404)."""
+    the version (404), then the bundle (503 while a changed bundle cannot be served)."""
     state: OrgState = request.app.state.org
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
         value.strip().encode("utf-8", "surrogateescape"), state.token
     ):
         raise InvalidSession()
-    call = OrgCall(state, _version(version))
+    api_version = _version(version)
+    served = await state.served_now()
     state.requests += 1
-    return call
+    return OrgCall(state, served, api_version)
 
 
 Org = Annotated[OrgCall, Depends(org_call)]
@@ -251,11 +260,20 @@ Org = Annotated[OrgCall, Depends(org_call)]
 # -- the app -----------------------------------------------------------------------------------------------
 
 
-def create_app(org: LocalOrg, access: Access, *, workers: int = WORKERS) -> FastAPI:
-    """The ASGI app serving `org`. No docs/openapi routes: the paths are Salesforce's. Close
-    `app.state.org` (an `OrgState`) when done with it."""
+def create_app(
+    org: LocalOrg,
+    access: Access,
+    limits: ServeLimits = DEFAULT_LIMITS,
+    *,
+    today: date | None = None,
+    owned: bool = False,
+    connections: Connections | None = None,
+) -> FastAPI:
+    """The ASGI app serving `org` (and, when its bundle changes on disk, the bundle's new org: `served.py`;
+    `today` is the one the server was given, None for each bundle's own). `owned`: the app closes the org.
+    No docs/openapi routes: the paths are Salesforce's. Close `app.state.org` (an `OrgState`) when done."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
-    app.state.org = OrgState(org, access, workers)
+    app.state.org = OrgState(org, access, limits, today=today, owned=owned)
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, OrgApiError)
@@ -267,6 +285,7 @@ def create_app(org: LocalOrg, access: Access, *, workers: int = WORKERS) -> Fast
     app.add_exception_handler(OrgApiError, api_error)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
+    app.add_middleware(RequestGuard, limits=limits, connections=connections)
     app.add_middleware(Unexpected)
     app.include_router(rest_router())
     app.include_router(bulk_router())
@@ -470,10 +489,12 @@ INVALID_LOGIN = "Invalid username, password, security token; or user locked out.
 
 
 class SoapFault(OrgApiError):
-    """A SOAP login refused (rendered as a SOAP fault by `error_response`)."""
+    """A SOAP login refused (rendered as a SOAP fault by `error_response`). Salesforce sends SOAP faults
+    with status 500, as SOAP 1.1 has it; the local org sends 400, keeping 5xx for its own failures
+    (simple-salesforce reads the fault from any non-200 answer)."""
 
     def __init__(self, message: str = INVALID_LOGIN, code: str = "INVALID_LOGIN") -> None:
-        super().__init__(message, error_code=code, status=500)
+        super().__init__(message, error_code=code, status=400)
 
 
 def soap_router() -> APIRouter:
@@ -483,9 +504,7 @@ def soap_router() -> APIRouter:
     @router.post("/services/Soap/u/{version}/{rest:path}", include_in_schema=False)
     async def login(request: Request, version: str) -> Response:
         state: OrgState = request.app.state.org
-        body = await request.body()
-        if len(body) > MAX_LOGIN_BODY:
-            raise SoapFault("The login request is too large.")
+        body = await request.body()  # at most ServeLimits.max_login_bytes (guard.py)
         try:
             root = ET.fromstring(body)
         except ET.ParseError:

@@ -142,7 +142,7 @@ class BulkQueries:
 
     def __init__(self, org: LocalOrg) -> None:
         self.org = org
-        self.limits = org.limits
+        self.limits = org.serve_limits
         self._jobs: OrderedDict[str, QueryJob] = OrderedDict()
         self._lock = threading.Lock()
 

@@ -1,4 +1,4 @@
-"""Request-head limits uvicorn does not enforce: a time-out and a size limit on a request's headers.
+"""Connection-level work uvicorn does not do: limits on request heads, and one write per response.
 
 uvicorn times out idle kept-alive connections, but nothing bounds how long a client may take to send a
 request's headers, nor (with httptools) how large they may be: a client trickling a byte a second, or
@@ -12,7 +12,11 @@ HTTP protocol in `HeadGuard`, which passes everything through and, per connectio
 - answers 431 once a head passes four times `ServeLimits.max_head_bytes` (a head under that is read,
   and `RequestGuard` in `guard.py` answers 414 or 431 by Salesforce's exact rule);
 - learns that the request has been answered from the ASGI app (`RequestGuard` in `guard.py` calls
-  `Connections.finished` with the scope's client address), and then starts watching the next head.
+  `Connections.finished` with the scope's client address), and then starts watching the next head;
+- gives uvicorn's protocol a `CoalescingTransport`: uvicorn writes a response's head and its body as two
+  writes, over TLS two records, two encryptions and two send() calls; the writes made in one event-loop
+  step go out as one (25-33 µs less server CPU per call out of 250-300 µs for a one-row query, measured
+  when the same trick sat in a subclass of uvicorn's private protocol class).
 
 The wrapper only uses the `asyncio.Protocol` interface of the protocol it wraps. What it needs from
 uvicorn beyond its documented `Config(http=<protocol class>)` is in this module alone: the import path of
@@ -24,7 +28,7 @@ either changes.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from orgs.local.errors import OrgApiError, error_body
 from orgs.local.limits import ServeLimits
@@ -85,7 +89,8 @@ class HeadGuard(asyncio.Protocol):
             self.address = (str(peer[0]), int(peer[1]))
             self.connections.open[self.address] = self
         self.arm()
-        self.inner.connection_made(transport)
+        coalescing = CoalescingTransport(transport, asyncio.get_running_loop())
+        self.inner.connection_made(cast(asyncio.Transport, coalescing))  # it answers a Transport's calls
 
     def data_received(self, data: bytes) -> None:
         if self.draining or (not self.head_done and self.watch(data)):
@@ -189,6 +194,45 @@ class HeadGuard(asyncio.Protocol):
         if transport.can_write_eof():
             transport.write_eof()
         asyncio.get_running_loop().call_later(LINGER, transport.close)
+
+
+class CoalescingTransport:
+    """A transport whose writes made in one event-loop step go out as one write. Everything else is the
+    wrapped transport's; `close()` sends what is pending first, `abort()` drops it."""
+
+    __slots__ = ("_loop", "_pending", "_transport")
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, chunks: Any) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def guarded_protocol(http: str, limits: ServeLimits, connections: Connections) -> type[asyncio.Protocol]:

@@ -141,7 +141,7 @@ class LocalOrg:
         rebuild: bool = False,
         limits: ServeLimits = DEFAULT_LIMITS,
     ) -> None:
-        self.limits = limits
+        self.serve_limits = limits
         self.bundle = Bundle(root)
         self.manifest = self.bundle.read_manifest()
         self.store = Store.open(self.bundle.root, model, rebuild=rebuild)
@@ -185,13 +185,13 @@ class LocalOrg:
         QUERY_TOO_COMPLICATED."""
         conn = self.store.connection()
         try:
-            with self.store.deadline(self.limits.query_timeout):
+            with self.store.deadline(self.serve_limits.query_timeout):
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if limit is None else cursor.fetchmany(limit)
         except sqlite3.OperationalError as exc:
             text = str(exc).lower()
             if text == "interrupted":
-                raise QueryTimeout(self.limits.query_timeout) from exc
+                raise QueryTimeout(self.serve_limits.query_timeout) from exc
             if any(marker in text for marker in _TOO_COMPLICATED):
                 raise OrgApiError(
                     "Query is either selecting too many fields or the filter conditions are very "
@@ -270,7 +270,7 @@ class LocalOrg:
     def _keep(self, cursor_id: str, cursor: Cursor) -> None:
         """Hold a cursor; forget the stale ones, then the oldest beyond the count and byte budgets (the new
         one is kept even alone over the byte budget: its next page is asked for right away)."""
-        limits = self.limits
+        limits = self.serve_limits
         with self._lock:
             self._expire(time.monotonic())
             self._cursors[cursor_id] = cursor
@@ -282,7 +282,7 @@ class LocalOrg:
                 held -= old.size
 
     def _expire(self, now: float) -> None:
-        stale = [k for k, c in self._cursors.items() if now - c.touched > self.limits.cursor_ttl]
+        stale = [k for k, c in self._cursors.items() if now - c.touched > self.serve_limits.cursor_ttl]
         for k in stale:
             del self._cursors[k]
 

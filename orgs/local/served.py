@@ -2,8 +2,9 @@
 
 A rebuild swaps a new bundle folder in by rename, so the served path may name a different directory from
 one request to the next, and a bundle edited in place gets a new manifest. Before each call the server
-compares the served path's identity (the folder's device and inode, the manifest's inode, size and
-modification time: two `stat` calls) with what it loaded; when they differ it reads the manifest:
+compares the manifest the served path names now (its device, inode, size and modification time: one
+`stat` call; a folder renamed in brings another manifest file) with the one it loaded; when they differ
+it reads the manifest:
 
 - the same data (`data_sha256`) in the same folder: nothing to do;
 - a complete bundle with other data, or another folder: a new `LocalOrg` is opened (its `org.sqlite`
@@ -18,7 +19,6 @@ import os
 import threading
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 
 from orgs.bundle import Bundle
 from orgs.local.bulk import BulkQueries
@@ -26,17 +26,25 @@ from orgs.local.engine import LocalOrg
 from orgs.local.errors import OrgApiError
 from orgs.local.limits import ServeLimits
 
-Signature = tuple[int, int, int, int, int] | None
+Signature = tuple[int, int, int, int] | None
 
 
-def signature(root: Path) -> Signature:
-    """The identity of the bundle at `root` as the file system names it now (None: no readable manifest)."""
+def signature(root: str) -> Signature:
+    """The identity of the manifest at `root` as the file system names it now (None: none readable). A
+    folder renamed over `root` brings another manifest file, so one stat tells both kinds of change."""
     try:
-        folder = os.stat(root)
-        manifest = os.stat(root / "manifest.json")
+        manifest = os.stat(os.path.join(root, "manifest.json"))
     except OSError:
         return None
-    return (folder.st_dev, folder.st_ino, manifest.st_ino, manifest.st_size, manifest.st_mtime_ns)
+    return (manifest.st_dev, manifest.st_ino, manifest.st_size, manifest.st_mtime_ns)
+
+
+def folder_identity(root: str) -> tuple[int, int] | None:
+    try:
+        folder = os.stat(root)
+    except OSError:
+        return None
+    return folder.st_dev, folder.st_ino
 
 
 class Unavailable(OrgApiError):
@@ -57,10 +65,12 @@ class ServedBundle:
 
     def __init__(self, org: LocalOrg, *, today: date | None, limits: ServeLimits, owned: bool) -> None:
         self.root = org.bundle.root
+        self._root = str(self.root)
         self.today = today  # None: each load takes the bundle's own default
         self.limits = limits
         self.current = Served(org, BulkQueries(org))
-        self.loaded = signature(self.root)
+        self.loaded = signature(self._root)
+        self.folder = folder_identity(self._root)
         self.refusal: Unavailable | None = None
         self.refused_at: Signature = None
         self.reloads = 0
@@ -68,14 +78,15 @@ class ServedBundle:
         self._lock = threading.Lock()
 
     def changed(self) -> bool:
-        """Does the bundle on disk differ from the one served (or refused)? Cheap: two stats."""
-        now = signature(self.root)
+        """Does the bundle on disk differ from the one served (or refused)? Cheap: one stat."""
+        now = signature(self._root)
         return now != (self.refused_at if self.refusal is not None else self.loaded)
 
-    def get(self) -> Served:
+    def get(self, checked: bool = False) -> Served:
         """The served org, once any change on disk has been taken in (reloading can take seconds: call
-        it off the event loop when `changed()`). Raises Unavailable while the bundle is refused."""
-        if self.changed():
+        it off the event loop when `changed()`; `checked`: the caller just found nothing changed). Raises
+        Unavailable while the bundle is refused."""
+        if not checked and self.changed():
             with self._lock:
                 if self.changed():
                     self._reload()
@@ -84,7 +95,7 @@ class ServedBundle:
         return self.current
 
     def _reload(self) -> None:
-        now = signature(self.root)
+        now = signature(self._root)
         old = self.current.org
         try:
             manifest = Bundle(self.root).read_manifest()
@@ -95,8 +106,8 @@ class ServedBundle:
         if status != "complete":
             self._refuse(now, f"its manifest says status {status!r}, not 'complete'")
             return
-        same_folder = now is not None and self.loaded is not None and now[:2] == self.loaded[:2]
-        if same_folder and manifest.get("data_sha256") == old.manifest.get("data_sha256"):
+        folder = folder_identity(self._root)
+        if folder == self.folder and manifest.get("data_sha256") == old.manifest.get("data_sha256"):
             self.loaded, self.refusal, self.refused_at = now, None, None
             return
         try:
@@ -108,7 +119,7 @@ class ServedBundle:
         # it is collected)
         self._owned = [org]
         self.current = Served(org, BulkQueries(org))
-        self.loaded, self.refusal, self.refused_at = now, None, None
+        self.loaded, self.folder, self.refusal, self.refused_at = now, folder, None, None
         self.reloads += 1
 
     def _refuse(self, now: Signature, why: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orgs.local.connections import uvicorn_protocol
+from orgs.local.connections import CoalescingTransport, uvicorn_protocol
 from orgs.local.limits import ServeLimits
 from orgs.local.serve import LocalServer
 
@@ -124,3 +124,54 @@ def test_oversized_heads(quick: LocalServer) -> None:
         sock.shutdown(socket.SHUT_WR)
         data = read_all(sock)
         assert data.startswith(b"HTTP/1.1 431 ") and b"connection: close" in data.lower()
+
+
+class _FakeTransport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"peername": ("127.0.0.1", 5)}.get(name, default)
+
+
+def test_writes_of_one_loop_step_go_out_as_one() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        fake = _FakeTransport()
+        t = CoalescingTransport(fake, loop)
+        t.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        t.write(memoryview(b"body"))
+        assert fake.writes == []  # nothing is sent before the step ends
+        await asyncio.sleep(0)
+        assert fake.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+        t.writelines([b"a", b"b"])
+        await asyncio.sleep(0)
+        t.write(b"c")
+        t.close()  # what is pending goes out before the close
+        assert fake.writes[1:] == [b"ab", b"c"] and fake.closed
+        await asyncio.sleep(0)
+        assert len(fake.writes) == 3  # the scheduled flush finds nothing left
+        assert t.get_extra_info("peername") == ("127.0.0.1", 5)
+
+        other = _FakeTransport()
+        dropped = CoalescingTransport(other, loop)
+        dropped.write(b"x")
+        dropped.abort()
+        await asyncio.sleep(0)
+        assert other.writes == [] and other.aborted
+
+    asyncio.run(scenario())

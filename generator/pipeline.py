@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 import pandas as pd
 
 from generator.objects import GENERATORS, BuildContext, BuildError
+from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
 from generator.world import build_world
 from schemas.gcpause import gc_paused
@@ -253,6 +254,7 @@ async def generate(
     work.mkdir(parents=True, exist_ok=True)
     order = generation_order(ctx.model)
     result = GenerationResult(ctx=ctx, order=order)
+    rule_fields = RuleFields(ctx)
     try:
         for name in order:
             t0 = time.perf_counter()
@@ -285,13 +287,20 @@ async def generate(
                 del ctx.frames[name + ":structured"]
                 _TEXT_REQUESTS.pop((str(root), name), None)
             ctx.frames[name] = frame
-            if not shares_memory:
-                frame.to_pickle(work / f"{name}.pkl")
-            maybe = persist(name, frame)
-            if maybe is not None:
-                await maybe
+            # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
+            # deferred by the cycle policy). An object is persisted once all its fields are filled.
+            rule_fields.add(name, frame)
+            complete = rule_fields.settle()
+            for done in dict.fromkeys([name, *complete]):
+                if not shares_memory:
+                    ctx.frames[done].to_pickle(work / f"{done}.pkl")
+            for done in complete:
+                maybe = persist(done, ctx.frames[done])
+                if maybe is not None:
+                    await maybe
             result.timings[name] = time.perf_counter() - t0
             progress.on_object_done(name, len(frame), result.timings[name])
+        rule_fields.check_done()
     finally:
         forget_context(root, run)
     return result

@@ -68,6 +68,7 @@ class EvalSettings:
     session_id: str | None = None
     seed: int = 0
     max_tokens: int = 2000
+    retries: int = 6  # the openai client's retries of 429s, 5xx and timeouts (it honours Retry-After)
 
     @property
     def label(self) -> str:
@@ -166,7 +167,7 @@ def make_agent(s: EvalSettings, tasks: BundleTasks) -> Agent:
 
 
 def _model_settings(s: EvalSettings, model: str) -> ModelSettings:
-    return ModelSettings(model=model, base_url=s.base_url, max_tokens=s.max_tokens)
+    return ModelSettings(model=model, base_url=s.base_url, max_tokens=s.max_tokens, max_retries=s.retries)
 
 
 def _key_cache_price(s: EvalSettings, model: str) -> tuple[str | None, Any, dict[str, float] | None]:

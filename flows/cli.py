@@ -550,6 +550,57 @@ def eval_(
         raise typer.Exit(1)
 
 
+@app.command()
+def crmarena(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
+    model: Annotated[
+        str, typer.Option(help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).")
+    ],
+    checkout: Annotated[
+        Path | None, typer.Option(envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.")
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.")
+    ] = "tool_call",
+    tasks: Annotated[list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).")] = None,
+    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.")
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option(envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.")
+    ] = None,
+    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.")] = 20,
+    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.")] = "openai",
+    aided: Annotated[bool, typer.Option(help="CRMArena's --agent_eval_mode aided.")] = False,
+) -> None:
+    """Run CRMArena's own harness (from your checkout) against this bundle, served here."""
+    from evals.crmarena import HarnessSettings, run_harness
+
+    if checkout is None:
+        fail(
+            UsageError("Give --checkout DIR (or set CRMARENA_DIR): a clone of SalesforceAIResearch/CRMArena.")
+        )
+        return
+    settings = HarnessSettings(
+        bundle=str(bundle), checkout=str(checkout), model=model, strategy=strategy, tasks=tuple(tasks or ()),
+        per_task=per_task, base_url=base_url, python=python, max_turns=max_turns, provider=provider, aided=aided,
+    )  # fmt: skip
+    try:
+        with err.status("running CRMArena's run_tasks.py against the served bundle"):
+            report = run_harness(settings)
+    except OrgseedError as exc:
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
+    out.print(_board_table([report.board], f"CRMArena's harness on {bundle}"))
+    out.print(
+        f"{len(report.rows)} instances scored by CRMArena · its log: {report.log} · results in {report.run_dir}"
+    )
+    if report.returncode != 0:
+        err.print(f"[bold red]CRMArena's run_tasks.py exited {report.returncode}[/]; see {report.log}.")
+        raise typer.Exit(1)
+
+
 def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
     from evals.tasks import ABBREVIATIONS
 

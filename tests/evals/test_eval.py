@@ -180,3 +180,16 @@ def test_builtin_baselines_need_no_model(eval_bundle: Path) -> None:
     assert all(r["answer"] in valid[r["task"]] for r in randoms[2].rows)
     board = json.loads((eval_bundle / "reports" / "eval" / "leaderboard.json").read_text())
     assert {"oracle (baseline)", "majority (baseline)", "random (baseline)"} <= {r["model"] for r in board}
+
+
+def test_a_refused_key_stops_the_run_with_what_to_fix(eval_bundle: Path, fake_llm: FakeOpenAI) -> None:
+    from evals.agents import ModelRefused
+
+    fake_llm.reset(
+        agent=ScriptedAgent(eval_bundle / "tasks" / "tasks.json", "oracle"), require_key="sk-right"
+    )
+    s = _settings(eval_bundle, fake_llm, "react", "refused", tasks=("KQA",), per_task=2, no_cache=True)
+    with pytest.raises(ModelRefused, match="OPENAI_API_KEY"):
+        run_eval(s)
+    assert fake_llm.stats.status[401] >= 1
+    assert read_results(eval_bundle / "reports" / "eval" / "refused" / "results.jsonl") == {}

@@ -103,12 +103,14 @@ class Connector:
                 hit = self._memo.get(query)
             if hit is not None:
                 value, status = hit
-                return ([dict(r) for r in value] if status else value), status
+                if isinstance(value, str):
+                    return value, status
+                return [dict(r) for r in value], status
         value, status = self._send(query)
         if self.cache:
             with self._lock:
                 self._memo[query] = (value, status)
-            if status:
+            if status and not isinstance(value, str):
                 return [dict(r) for r in value], status
         return value, status
 

@@ -193,3 +193,40 @@ def test_a_refused_key_stops_the_run_with_what_to_fix(eval_bundle: Path, fake_ll
         run_eval(s)
     assert fake_llm.stats.status[401] >= 1
     assert read_results(eval_bundle / "reports" / "eval" / "refused" / "results.jsonl") == {}
+
+
+def test_an_llm_judge_parses_chat_answers_when_asked(eval_bundle: Path, fake_llm: FakeOpenAI) -> None:
+    """`--judge`: answers that are not the bare value are read by a model. The rules read these answers right;
+    the scripted judge always extracts an agent nobody is, so its word is visibly what counts."""
+    from tests.fakes.agent_script import completion
+
+    tasks = [t for t in _tasks(eval_bundle) if t["task"] == "case_routing"][:2]
+    answers = {t["query"].strip(): t["answer"] for t in tasks}
+    judged: list[str] = []
+
+    def agent(req: dict[str, Any]) -> dict[str, Any]:
+        system = req["messages"][0]["content"]
+        if "extract" in system:  # the judge
+            judged.append(req["messages"][1]["content"])
+            return completion(
+                req,
+                {"role": "assistant", "content": json.dumps({"extracted_answers": ["005Ws0000000000AAA"]})},
+            )
+        query = req["messages"][1]["content"].strip()
+        return completion(
+            req,
+            {"role": "assistant", "content": f"<respond> The agent to pick: {answers[query]}. </respond>"},
+        )
+
+    fake_llm.reset(agent=agent)
+    ruled = run_eval(
+        _settings(eval_bundle, fake_llm, "act", "ruled", tasks=("NCR",), per_task=2, no_cache=True)
+    )
+    assert [r["reward"] for r in ruled.rows] == [1.0, 1.0] and judged == []
+    s = _settings(
+        eval_bundle, fake_llm, "act", "judged", tasks=("NCR",), per_task=2, judge="fake-judge", no_cache=True
+    )
+    report = run_eval(s)
+    assert len(judged) == 2 and all("The agent to pick" in j for j in judged)
+    assert [r["reward"] for r in report.rows] == [0.0, 0.0]
+    assert {tuple(r["parsed_answer"]) for r in report.rows} == {("005Ws0000000000AAA",)}

@@ -277,7 +277,11 @@ def validate(
     """
     from validators.run import validate_bundle, write_report
 
-    report = validate_bundle(bundle, profile)
+    try:
+        report = validate_bundle(bundle, profile)
+    except OrgseedError as exc:  # the org model itself cannot be read (a broken x-sf edit, $ORGSEED_MODEL)
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
     path = write_report(report, bundle)
     print_validation(report, str(path) if path else None)
     raise typer.Exit(report.exit_code)

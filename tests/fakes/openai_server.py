@@ -62,6 +62,9 @@ class FakeConfig:
     # "429", "500" or "hang" each; after the script runs out the rates above apply
     require_key: str | None = None  # 401 unless `Authorization: Bearer <key>`; the message echoes the key
     seed: int = 0
+    # answers every request that gets past the faults with `agent(request) -> chat.completion body` instead of
+    # writing texts (tests/fakes/agent_script.py scripts agents this way)
+    agent: Any = None
 
 
 @dataclass
@@ -257,6 +260,8 @@ class FakeOpenAI:
                     "invalid_request_error",
                 ),
             )
+        if cfg.agent is not None:
+            return 200, [], cfg.agent(req)
         messages = req["messages"]
         first_user = next(m["content"] for m in messages if m["role"] == "user")
         block = parse_facts_block(first_user)

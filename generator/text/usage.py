@@ -38,7 +38,8 @@ ERRORS = (
     "rate_limited",  # 429 responses
     "server_errors",  # 5xx responses
     "timeouts",
-    "connection_errors",
+    "connection_errors",  # refused, reset, or closed before the answer was whole
+    "bad_answers",  # 200s whose body is not a chat completion (cut JSON, an HTML page, an error envelope)
     "format_downgrades",  # json_schema → json_object → text
 )
 MAX_FAILURES_LISTED = 200

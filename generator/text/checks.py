@@ -342,17 +342,3 @@ _CHECKS = {
     TextKind.PARAPHRASE: _check_paraphrase,
     TextKind.PRODUCT_MENTION: _check_mention,
 }
-
-
-def dedup_text(kind: TextKind, result: Mapping[str, Any]) -> str | None:
-    """The free text of a result that near-duplicate detection compares (None: the kind is not compared)."""
-    kind = TextKind(kind)
-    if kind in (TextKind.PRODUCT, TextKind.CATEGORY, TextKind.CASE):
-        return str(result["description"])
-    if kind is TextKind.KNOWLEDGE:
-        return str(result["body"])
-    if kind is TextKind.CHAT:
-        return str(result["body"])
-    if kind is TextKind.EMAIL_THREAD:
-        return "\n".join(str(m["body"]) for m in list(result["messages"])[1:])
-    return None

@@ -16,8 +16,8 @@ For each request (one record):
    prompt, for servers without it), coerce, validate against `OUTPUT_SCHEMAS`, run the content checks
    (`checks.py`). A failed reply gets a follow-up turn naming its problems, up to `max_attempts` calls.
 3. Near-duplicates are found by the pipeline over the whole object (`schemas/textsim.py`, shard-independent)
-   and sent back with an `attempt` counter, which the prompt turns into a variation hint. The writer's own
-   per-batch pass (`dedup.py`, `dedup_rounds`) is off by default: it only sees one shard's batch.
+   and sent back with an `attempt` counter, which the prompt turns into a variation hint (counted as
+   `regenerations`).
 A record that still fails is listed in the usage report, and fails the build unless the fallback is
 "offline", in which case the offline writer fills it (and the count is reported).
 """
@@ -45,8 +45,7 @@ from jsonschema import Draft202012Validator
 from generator.rng import derive_seed
 from generator.text.base import OUTPUT_SCHEMAS, TextKind, TextRequest, TextWriter
 from generator.text.cache import CachedResponse, ResponseCache, default_cache_path, request_key
-from generator.text.checks import check, dedup_text, norm
-from generator.text.dedup import NearDuplicates
+from generator.text.checks import check, norm
 from generator.text.limits import AdaptiveGate, StallBreaker, backoff, first_of, retry_after_seconds
 from generator.text.offline import OfflineWriter
 from generator.text.render import Prompt, PromptEnv, render
@@ -57,16 +56,6 @@ T = TypeVar("T")
 OPENAI_URL = "https://api.openai.com/v1"
 MODES = ("json_schema", "json_object", "text")
 FALLBACKS = ("offline",)
-DEDUP_KINDS = frozenset(
-    {
-        TextKind.PRODUCT,
-        TextKind.CATEGORY,
-        TextKind.KNOWLEDGE,
-        TextKind.CASE,
-        TextKind.EMAIL_THREAD,
-        TextKind.CHAT,
-    }
-)
 _UNSUPPORTED_SCHEMA_KEYS = ("minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
 _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
 
@@ -142,8 +131,6 @@ class LLMSettings:
     request_timeout: float = 120.0
     max_retries: int = 6  # per request, on 5xx / timeouts / connection errors
     max_attempts: int = 3  # calls per record (first + follow-ups after failed checks)
-    dedup_rounds: int = 0  # the pipeline dedups whole objects; see the module docstring
-    dedup_threshold: float = 0.5
     backoff_base: float = 1.0
     backoff_max: float = 30.0
     limit_window_seconds: float = 60.0  # the window of --rpm/--tpm (tests shorten it)
@@ -624,7 +611,6 @@ class LLMWriter(TextWriter):
         self._lock = threading.Lock()
         self._snapshot_name = f"usage-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._offline = OfflineWriter(seed, env.company)
-        self._dedup = NearDuplicates(settings.dedup_threshold)
 
     # -- interface ---------------------------------------------------------------------------------------
 
@@ -668,7 +654,8 @@ class LLMWriter(TextWriter):
         e = self._e
         e.breaker.raise_if_tripped()
         recs = [_Record(r) for r in requests]
-        self.usage.add(kind.value, records=len(recs))
+        rewrites = sum(1 for r in requests if int(r.facts.get("attempt", 0) or 0) > 0)
+        self.usage.add(kind.value, records=len(recs), regenerations=rewrites)
         try:
             known = await self._prefetch(kind, requests)
             # Records start a few at a time (twice the concurrency), so preparing the whole batch does not
@@ -677,8 +664,6 @@ class LLMWriter(TextWriter):
             await first_of(
                 {asyncio.ensure_future(self._admitted(admit, kind, r, 0, known)) for r in recs}, e.breaker
             )
-            if not self.settings.dry_run:
-                await self._deduplicate(kind, recs)
             return self._finish(kind, recs)
         finally:
             await e.flush()
@@ -714,27 +699,6 @@ class LLMWriter(TextWriter):
             ]
         found: dict[str, CachedResponse] = await e.in_db(e.cache.get_many, keys)
         return {k: found.get(k) for k in keys}
-
-    async def _deduplicate(self, kind: TextKind, recs: list[_Record]) -> None:
-        if kind not in DEDUP_KINDS or self.settings.dedup_rounds <= 0:
-            return
-        for variant in range(1, self.settings.dedup_rounds + 2):
-            texts = [dedup_text(kind, r.result) if r.result is not None else None for r in recs]
-            dups = await asyncio.to_thread(self._dedup.find, texts)
-            again = [(r, d) for r, d in zip(recs, dups, strict=True) if d is not None]
-            if not again:
-                return
-            if variant > self.settings.dedup_rounds:
-                for r, d in again:
-                    r.result = None
-                    r.problems = [
-                        f"Still a near-duplicate of record `{recs[d].req.key}` after {self.settings.dedup_rounds} rewrites."
-                    ]
-                return
-            self.usage.add(kind.value, regenerations=len(again))
-            await first_of(
-                {asyncio.ensure_future(self._solve(kind, r, variant)) for r, _ in again}, self._e.breaker
-            )
 
     def _finish(self, kind: TextKind, recs: list[_Record]) -> list[dict[str, Any]]:
         failed = [r for r in recs if r.result is None and not r.dry]

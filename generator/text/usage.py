@@ -27,7 +27,7 @@ COUNTERS = (
     "cached_prompt_tokens",  # tokens of the replayed answers, not billed again
     "cached_completion_tokens",
     "repairs",  # follow-up requests after a reply failed its format or content checks
-    "regenerations",  # requests for another wording after a near-duplicate
+    "regenerations",  # records asked for again in other words, as near-duplicates (the pipeline's rewrites)
     "failed",  # records that still failed after every attempt
     "filled",  # failed records filled by the offline writer (--fallback offline)
     "estimated_requests",  # dry run: first requests not in the cache

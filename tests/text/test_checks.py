@@ -11,7 +11,6 @@ from generator.text.base import TextKind, TextRequest
 from generator.text.checks import (
     check,
     check_text,
-    dedup_text,
     preserved_tokens,
     rules_for,
     states_window,
@@ -252,21 +251,3 @@ def test_paraphrase_finds_the_answer_format_suffix_itself() -> None:
     )
     assert rules["keep"] == ["01tWs00001AbCdEFGH"]
     assert rules_for(TextKind.PARAPHRASE, {"text": "What is the return window?"}, {})["suffix"] is None
-
-
-@pytest.mark.parametrize(
-    ("kind", "result", "expected"),
-    [
-        (TextKind.CASE, {"subject": "s", "description": "d"}, "d"),
-        (TextKind.CHAT, {"body": "b"}, "b"),
-        (
-            TextKind.EMAIL_THREAD,
-            {"messages": [{"subject": "s", "body": "open"}, {"subject": "s", "body": "r"}]},
-            "r",
-        ),
-        (TextKind.PARAPHRASE, {"text": "t"}, None),
-        (TextKind.ISSUE, {"name": "n", "description": "d"}, None),
-    ],
-)
-def test_dedup_text(kind: TextKind, result: dict, expected: str | None) -> None:
-    assert dedup_text(kind, result) == expected

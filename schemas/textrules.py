@@ -21,7 +21,6 @@ module sits on the bottom floor so that both floors above can import it.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -65,7 +64,8 @@ def free_text(sobject: str, field: str) -> FreeText:
 _DANGLING = (",", ";", ":", "-", "–", "—", "(", "[", "{", "/", "&", "\\")
 _ELLIPSIS = ("...", "…")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
-_ALLOWED_CONTROLS = frozenset("\n\r\t")
+# Unicode's control characters (category Cc: U+0000-U+001F, U+007F-U+009F) except tab, line feed, return.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def truncation(text: str, limit: int | None, prose: bool) -> str | None:
@@ -88,8 +88,8 @@ def truncation(text: str, limit: int | None, prose: bool) -> str | None:
 
 def control_characters(text: str) -> list[str]:
     """The control characters of `text` other than line breaks and tabs, as U+XXXX, in order of appearance."""
-    found = {c for c in text if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS}
-    return [f"U+{ord(c):04X}" for c in sorted(found, key=text.index)]
+    found = dict.fromkeys(_CONTROL.findall(text))
+    return [f"U+{ord(c):04X}" for c in found]
 
 
 def field_problem(text: str, limit: int | None, prose: bool) -> str | None:

@@ -284,7 +284,11 @@ def validate(
     """
     from validators.run import validate_bundle, write_report
 
-    report = validate_bundle(bundle, profile)
+    try:
+        report = validate_bundle(bundle, profile)
+    except OrgseedError as exc:  # the org model itself cannot be read (a broken x-sf edit, $ORGSEED_MODEL)
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
     path = write_report(report, bundle)
     print_validation(report, str(path) if path else None)
     raise typer.Exit(report.exit_code)
@@ -405,6 +409,246 @@ def tasks(
     out.print(
         f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
         f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."
+    )
+
+
+def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None) -> Table:
+    from evals.tasks import ABBREVIATIONS
+
+    table = Table(title=title, title_justify="left")
+    for col in ("Model", "Agentic Framework", *ABBREVIATIONS.values(), "Overall"):
+        table.add_column(col, justify="left" if col in ("Model", "Agentic Framework") else "right")
+    for r in sorted(rows, key=lambda r: -(r.get("Overall") or -1.0)):
+        cells = [str(r["model"]), str(r["framework"])]
+        cells += ["-" if r.get(c) is None else f"{r[c]:g}" for c in (*ABBREVIATIONS.values(), "Overall")]
+        if mark is not None and r.get("run") == mark:
+            cells = [f"[bold]{escape(c)}" for c in cells]
+        else:
+            cells = [escape(c) for c in cells]
+        table.add_row(*cells)
+    return table
+
+
+@app.command("eval")
+def eval_(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
+    model: Annotated[str | None, typer.Option(help="The model to evaluate, e.g. gpt-4o-mini.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+    ] = None,
+    framework: Annotated[
+        str, typer.Option(help="function-calling (tools + respond), react (thought + tags) or act (tags).")
+    ] = "function-calling",
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tasks to run: names or NCR, HTU, TCU, NED, PVI, KQA, TII, MTA, BRI (comma-separated or repeated)."
+        ),
+    ] = None,
+    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Instances run at the same time.")] = 4,
+    max_turns: Annotated[int, typer.Option(help="Model calls per instance at most (CRMArena: 20).")] = 20,
+    agent: Annotated[
+        str | None,
+        typer.Option(help="A built-in baseline instead of a model: oracle, none, majority or random."),
+    ] = None,
+    raw_queries: Annotated[
+        bool,
+        typer.Option(
+            help="Function calling: add issue_soql_query/issue_sosl_query and the schema (CRMArena's flex mode); "
+            "--no-raw-queries is the leaderboard's 25 tools."
+        ),
+    ] = True,
+    aided: Annotated[
+        bool, typer.Option(help="Add the instances' metadata.optional (CRMArena's aided mode).")
+    ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="ReAct/Act: parse answers with this model, as CRMArena does (default: rules)."),
+    ] = None,
+    run: Annotated[str | None, typer.Option(help="Run name (default <model or agent>-<framework>).")] = None,
+    cache: Annotated[
+        Path | None, typer.Option(help="The response cache file (default as the LLM writer).")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
+    ] = False,
+    instance_url: Annotated[
+        str | None,
+        typer.Option(help="An org to run against (with --session-id); default: BUNDLE served here."),
+    ] = None,
+    session_id: Annotated[str | None, typer.Option(help="The session token of --instance-url.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Completion tokens per model call at most.")] = 2000,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate requests, tokens and cost; send nothing to the model.")
+    ] = False,
+) -> None:
+    """Run agents on a bundle's tasks and score them like CRMArena's leaderboard."""
+    from evals.runner import EvalSettings, estimate, run_eval
+
+    settings = EvalSettings(
+        bundle=str(bundle),
+        agent=agent or "model",
+        model=model,
+        base_url=base_url,
+        framework=framework,
+        tasks=tuple(tasks or ()),
+        per_task=per_task,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        raw_queries=raw_queries,
+        aided=aided,
+        run=run,
+        cache=str(cache) if cache else None,
+        no_cache=no_cache,
+        judge=judge,
+        instance_url=instance_url,
+        session_id=session_id,
+        seed=seed,
+        max_tokens=max_tokens,
+    )
+    if agent is not None and model is not None:
+        fail(UsageError("Give either --model (a model) or --agent (a baseline), not both."))
+        return
+    try:
+        if dry_run:
+            with err.status("estimating (the oracle's path through the org; nothing is sent to a model)"):
+                est = estimate(settings)
+            _print_estimate(est, settings.max_turns)
+            return
+        with err.status("running agents") as status:
+            seen = [0]
+
+            def progress(row: dict[str, Any]) -> None:
+                seen[0] += 1
+                status.update(
+                    f"running agents: {seen[0]} finished (idx {row['idx']}, reward {row['reward']:g})"
+                )
+
+            report = run_eval(settings, progress)
+    except OrgseedError as exc:
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
+    from evals.runner import collect_leaderboard
+
+    rows = collect_leaderboard(bundle)
+    out.print(_board_table(rows, f"leaderboard of {bundle} (this run in bold)", mark=report.board.get("run")))
+    t = report.totals
+    cost = "unknown (model not in the price table)" if t["cost_usd"] is None else f"${t['cost_usd']:.4f}"
+    out.print(
+        f"{t['done']} of {t['instances']} instances scored ({report.ran} now, {report.skipped} from before) in "
+        f"{report.seconds:.1f} s · {t['turns']} turns, {t['tool_calls']} tool calls, {t['invalid_actions']} "
+        f"invalid actions, {t['tool_errors']} tool errors, {t['no_answer']} without an answer · "
+        f"{t['requests']} requests, {t['cache_hits']} cache hits, {t['prompt_tokens']:,} + "
+        f"{t['completion_tokens']:,} tokens, cost {cost}",
+        highlight=False,
+    )
+    out.print(
+        f"results: {report.run_dir / 'results.jsonl'} · leaderboard: {report.run_dir / 'leaderboard.md'}"
+    )
+    if report.errors:
+        err.print(
+            f"[bold red]{report.errors} instances failed[/] (endpoint or org unreachable; see `error` in results.jsonl): "
+            "rerun the same command to run them again."
+        )
+        raise typer.Exit(1)
+    if settings.agent == "oracle" and report.board.get("Overall") != 100.0:
+        err.print(
+            "[bold red]the oracle did not score 100%[/]: the org's answers disagree with the ground truth through "
+            "CRMArena's tools; see the rows with reward 0 in results.jsonl."
+        )
+        raise typer.Exit(1)
+
+
+@app.command()
+def crmarena(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
+    model: Annotated[
+        str, typer.Option(help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).")
+    ],
+    checkout: Annotated[
+        Path | None, typer.Option(envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.")
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.")
+    ] = "tool_call",
+    tasks: Annotated[list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).")] = None,
+    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.")
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option(envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.")
+    ] = None,
+    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.")] = 20,
+    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.")] = "openai",
+    aided: Annotated[bool, typer.Option(help="CRMArena's --agent_eval_mode aided.")] = False,
+) -> None:
+    """Run CRMArena's own harness (from your checkout) against this bundle, served here."""
+    from evals.crmarena import HarnessSettings, run_harness
+
+    if checkout is None:
+        fail(
+            UsageError("Give --checkout DIR (or set CRMARENA_DIR): a clone of SalesforceAIResearch/CRMArena.")
+        )
+        return
+    settings = HarnessSettings(
+        bundle=str(bundle), checkout=str(checkout), model=model, strategy=strategy, tasks=tuple(tasks or ()),
+        per_task=per_task, base_url=base_url, python=python, max_turns=max_turns, provider=provider, aided=aided,
+    )  # fmt: skip
+    try:
+        with err.status("running CRMArena's run_tasks.py against the served bundle"):
+            report = run_harness(settings)
+    except OrgseedError as exc:
+        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        return
+    out.print(_board_table([report.board], f"CRMArena's harness on {bundle}"))
+    out.print(
+        f"{len(report.rows)} instances scored by CRMArena · its log: {report.log} · results in {report.run_dir}"
+    )
+    if report.returncode != 0:
+        err.print(f"[bold red]CRMArena's run_tasks.py exited {report.returncode}[/]; see {report.log}.")
+        raise typer.Exit(1)
+
+
+def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
+    from evals.tasks import ABBREVIATIONS
+
+    table = Table(
+        title=f"orgseed eval dry run: {est['model']}, {est['framework']} (nothing sent)", title_justify="left"
+    )
+    for col in ("task", "instances", "requests", "input tokens", "output tokens", "cost (USD)"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+
+    def money(v: Any) -> str:
+        return "?" if v is None else f"{v:.4f}"
+
+    for task, row in est["tasks"].items():
+        table.add_row(
+            ABBREVIATIONS.get(task, task),
+            f"{row['instances']:,}",
+            f"{row['requests']:,}",
+            f"{row['prompt_tokens']:,}",
+            f"{row['completion_tokens']:,}",
+            money(row["cost_usd"]),
+        )
+    t = est["totals"]
+    table.add_row(
+        "[bold]total",
+        f"[bold]{t['instances']:,}",
+        f"[bold]{t['requests']:,}",
+        f"[bold]{t['prompt_tokens']:,}",
+        f"[bold]{t['completion_tokens']:,}",
+        f"[bold]{money(t['cost_usd'])}",
+    )
+    out.print(table)
+    out.print(
+        "Estimate of the reference path: the oracle's tool calls through this framework against the org (tokens ≈ "
+        f"characters/4). A model that explores takes more turns; if every instance used all {max_turns} turns, "
+        f"input would reach about {t['ceiling_prompt_tokens']:,} tokens (${money(t['ceiling_cost_usd'])}). "
+        f"{est['first_requests_cached']} first requests are already cached. Prices: {est['prices']}"
+        + ("" if est["priced"] else " (this model is not in it: no cost).")
     )
 
 

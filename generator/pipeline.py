@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import networkx as nx
 import pandas as pd
 
 from generator.objects import GENERATORS, BuildContext, BuildError
+from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
 from generator.world import build_world
 from schemas.gcpause import gc_paused
-from schemas.graph import build_graph
+from schemas.graph import LoadPlan, load_plan
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from schemas.textsim import NearDuplicateIndex
@@ -35,20 +35,22 @@ T = TypeVar("T")
 WORK_DIR = ".work"
 
 
-def generation_order(model: OrgModel) -> list[str]:
-    """Topological order of lookups plus generators' extra (non-lookup) dependencies; ties by name."""
+def generation_plan(model: OrgModel) -> LoadPlan:
+    """The model's load plan (schemas/graph.py, with its cycle policy) plus the generators' extra (non-lookup)
+    dependencies; only lookups filled by a rule may be deferred, since generator code reads its parents."""
     missing = [o.name for o in model if o.name not in GENERATORS]
     if missing:
         raise BuildError(
             f"The org model has `{missing[0]}` but no generator produces it. Add a generator in "
             "generator/objects/ and register it in GENERATORS."
         )
-    g = nx.DiGraph(build_graph(model))
-    for name, gen in GENERATORS.items():
-        for dep in gen.after:
-            g.add_edge(dep, name)
-    g.remove_edges_from([(a, b) for a, b in list(g.edges) if a == b])
-    return list(nx.lexicographical_topological_sort(g))
+    after = {o.name: [dep for dep in GENERATORS[o.name].after if model.has(dep)] for o in model}
+    return load_plan(model, after=after, deferrable=lambda f: f.rule is not None)
+
+
+def generation_order(model: OrgModel) -> list[str]:
+    """The order objects are generated in: `generation_plan(model).order`."""
+    return list(generation_plan(model).order)
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,7 @@ async def generate(
     work.mkdir(parents=True, exist_ok=True)
     order = generation_order(ctx.model)
     result = GenerationResult(ctx=ctx, order=order)
+    rule_fields = RuleFields(ctx)
     try:
         for name in order:
             t0 = time.perf_counter()
@@ -284,13 +287,20 @@ async def generate(
                 del ctx.frames[name + ":structured"]
                 _TEXT_REQUESTS.pop((str(root), name), None)
             ctx.frames[name] = frame
-            if not shares_memory:
-                frame.to_pickle(work / f"{name}.pkl")
-            maybe = persist(name, frame)
-            if maybe is not None:
-                await maybe
+            # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
+            # deferred by the cycle policy). An object is persisted once all its fields are filled.
+            rule_fields.add(name, frame)
+            complete = rule_fields.settle()
+            for done in dict.fromkeys([name, *complete]):
+                if not shares_memory:
+                    ctx.frames[done].to_pickle(work / f"{done}.pkl")
+            for done in complete:
+                maybe = persist(done, ctx.frames[done])
+                if maybe is not None:
+                    await maybe
             result.timings[name] = time.perf_counter() - t0
             progress.on_object_done(name, len(frame), result.timings[name])
+        rule_fields.check_done()
     finally:
         forget_context(root, run)
     return result

@@ -7,7 +7,6 @@ other components, shards or workers exist.
 from __future__ import annotations
 
 import hashlib
-import random
 
 import numpy as np
 
@@ -23,7 +22,3 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 def np_rng(seed: int, *parts: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(seed, *parts))
-
-
-def py_rng(seed: int, *parts: object) -> random.Random:
-    return random.Random(derive_seed(seed, *parts))

@@ -80,7 +80,8 @@ def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise BundleError(
             f"Cannot write {spec.name}: the frame lacks the field(s) {', '.join(missing)}. "
-            "Every field of the model must be produced (use None for empty values).",
+            "Every field of the model must be produced, by generator code or by its rule in the model "
+            "(x-sf.generate, schemas/rules.py); use None for empty values.",
             sobject=spec.name,
         )
     extra = [c for c in frame.columns if not str(c).startswith("_") and not spec.has_field(str(c))]

@@ -8,8 +8,9 @@ are all derived from this model, so adding a field is one JSON edit.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 import jsonschema
 
 from schemas.errors import ModelError, did_you_mean
+from schemas.rules import KINDS, FieldRule, check_rules, parse_rule
 
 SCHEMA_DIR = Path(__file__).resolve().parent
-TEXT_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 NUMBER_TYPES = frozenset({"currency", "double", "int"})
 
 
@@ -47,15 +48,13 @@ class FieldSpec:
     createable: bool = True
     # computed by the org from stored fields (e.g. a person's Name); never a column of the bundle's CSVs
     computed: bool = False
+    # how the generator fills the field when no generator code does (`x-sf.generate`, schemas/rules.py)
+    rule: FieldRule | None = None
     json_schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_lookup(self) -> bool:
         return self.type == "reference"
-
-    @property
-    def is_text(self) -> bool:
-        return self.type in TEXT_TYPES
 
     @property
     def required(self) -> bool:
@@ -85,6 +84,11 @@ class ObjectSpec:
     @property
     def lookups(self) -> list[FieldSpec]:
         return [f for f in self.fields if f.is_lookup]
+
+    @property
+    def rule_fields(self) -> list[FieldSpec]:
+        """The fields filled by a rule of the model (`x-sf.generate`) rather than by generator code."""
+        return [f for f in self.fields if f.rule is not None]
 
     def has_field(self, name: str) -> bool:
         return self._index().get(name.lower()) is not None
@@ -135,6 +139,7 @@ class OrgModel:
         self.root = root
         self._lower = {name.lower(): name for name in self.objects}
         self._check_references()
+        check_rules(self)
 
     def __iter__(self) -> Iterator[ObjectSpec]:
         return iter(self.objects.values())
@@ -239,6 +244,14 @@ def _meta_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(meta)
 
 
+# What the meta-schema's `oneOf`s under x-sf.generate mean, in words (jsonschema only says "not valid under any").
+RULE_SHAPES = {
+    ("generate", "oneOf"): f"give exactly one rule: {', '.join(KINDS.values())} (schemas/rules.py)",
+    ("choice", "oneOf"): 'give {"value": weight, ...} with weights of 0 or more, or "uniform" for a picklist',
+    ("faker", "oneOf"): 'give a provider name, or {"provider": name, "args": {keyword arguments}}',
+}
+
+
 def parse_object(path: Path, doc: Any) -> ObjectSpec:
     """Check one object schema (JSON Schema + x-sf metadata) and turn it into an ObjectSpec."""
     try:
@@ -252,8 +265,10 @@ def parse_object(path: Path, doc: Any) -> ObjectSpec:
     errors = sorted(_meta_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
+        where = (str(first.absolute_path[-1]) if first.absolute_path else "", str(first.validator))
+        message = RULE_SHAPES.get(where, first.message)
         raise ModelError(
-            f"{path.name}: {_pointer(first.absolute_path) or '/'}: {first.message}. "
+            f"{path.name}: {_pointer(first.absolute_path) or '/'}: {message}. "
             "Object schemas need Salesforce metadata under `x-sf` (see schemas/meta/xsf.json).",
             file=str(path),
             pointer=_pointer(first.absolute_path),
@@ -276,29 +291,30 @@ def parse_object(path: Path, doc: Any) -> ObjectSpec:
                 file=str(path),
                 pointer="/required",
             )
-        fields.append(
-            FieldSpec(
-                name=name,
-                type=fx["type"],
-                label=fx["label"],
-                description=fx["description"],
-                nillable=name not in required,
-                length=fx.get("length"),
-                precision=fx.get("precision"),
-                scale=fx.get("scale"),
-                picklist=tuple(fx.get("picklistValues", ())),
-                reference_to=tuple(fx.get("referenceTo", ())),
-                relationship_name=fx.get("relationshipName"),
-                child_relationship_name=fx.get("childRelationshipName"),
-                unique=bool(fx.get("unique", False)),
-                external_id=bool(fx.get("externalId", False)),
-                custom=bool(fx.get("custom", False)),
-                org_provided=bool(fx.get("orgProvided", False)),
-                audit=bool(fx.get("auditField", False)),
-                createable=bool(fx.get("createable", True)),
-                json_schema=prop,
-            )
+        spec = FieldSpec(
+            name=name,
+            type=fx["type"],
+            label=fx["label"],
+            description=fx["description"],
+            nillable=name not in required,
+            length=fx.get("length"),
+            precision=fx.get("precision"),
+            scale=fx.get("scale"),
+            picklist=tuple(fx.get("picklistValues", ())),
+            reference_to=tuple(fx.get("referenceTo", ())),
+            relationship_name=fx.get("relationshipName"),
+            child_relationship_name=fx.get("childRelationshipName"),
+            unique=bool(fx.get("unique", False)),
+            external_id=bool(fx.get("externalId", False)),
+            custom=bool(fx.get("custom", False)),
+            org_provided=bool(fx.get("orgProvided", False)),
+            audit=bool(fx.get("auditField", False)),
+            createable=bool(fx.get("createable", True)),
+            json_schema=prop,
         )
+        if "generate" in fx:
+            spec = replace(spec, rule=parse_rule(spec, fx["generate"], path))
+        fields.append(spec)
     if fields[0].name != "Id" or fields[0].type != "id":
         raise ModelError(
             f"{path.name}: /properties: the first property must be `Id` of x-sf type `id`.",
@@ -327,17 +343,33 @@ def parse_object(path: Path, doc: Any) -> ObjectSpec:
     )
 
 
+MODEL_ENV = "ORGSEED_MODEL"
+
+
 def load_model(root: Path | str | None = None) -> OrgModel:
-    """Load the org model from `root` (default: the schemas shipped with orgseed)."""
-    base = Path(root) if root is not None else SCHEMA_DIR
-    if root is None:
-        return _default_model()
-    return _load(base)
+    """Load the org model from `root`.
+
+    Without `root`: the folder named by `$ORGSEED_MODEL` (a copy of `schemas/` holding `org.json` and
+    `objects/`, e.g. with fields of your own), else the schemas shipped with orgseed; loaded once per process.
+    """
+    if root is not None:
+        return _load(Path(root))
+    override = os.environ.get(MODEL_ENV)
+    if not override:
+        return _cached_model(SCHEMA_DIR)
+    base = Path(override).expanduser().resolve()
+    if not (base / "org.json").is_file():
+        raise ModelError(
+            f"${MODEL_ENV} names {base}, which holds no org.json. Point it at a folder holding org.json and "
+            "objects/ (a copy of orgseed's schemas/ folder), or unset it to use the shipped model.",
+            file=str(base),
+        )
+    return _cached_model(base)
 
 
 @cache
-def _default_model() -> OrgModel:
-    return _load(SCHEMA_DIR)
+def _cached_model(base: Path) -> OrgModel:
+    return _load(base)
 
 
 def _load(base: Path) -> OrgModel:

@@ -61,6 +61,8 @@ class Sampler:
         if self.rng.random() < 0.5:
             period = self.rng.choice(units)
             count = self.rng.randint(1, 4 if period in ("quarter", "year") else 8)
+            if period == "year":  # as the ground truth writes it: CRMArena's get_start_date has no 'year'
+                period, count = "month", 12 * count
             return {"end_date": today.strftime(FMT), "period": period, "interval_count": count}
         year = self.rng.randint(self.first.year, self.last.year)
         return {"period_name": self.rng.choice(NAMED), "year": year}

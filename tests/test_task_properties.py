@@ -235,11 +235,11 @@ def test_every_planted_fact_is_answerable(data: TaskData, frames: dict[str, pd.D
     assert facts >= 20
 
 
-def test_scale_one_bundle_checks_fast(default_bundle: Path, tmp_path: Path) -> None:
-    """130 instances per task on the crmarena profile at scale 1: clean, and checked in a few seconds."""
+def test_scale_one_bundle_checks_clean(default_bundle: Path, tmp_path: Path) -> None:
+    """130 instances per task on the crmarena profile at scale 1: every answer re-derives (the time it takes is
+    a figure of benchmarks/bench_tasks.py, not an assertion)."""
     root = Path(shutil.copytree(default_bundle, tmp_path / "bundle"))
     write_task_files(root, 130, seed=1)
     report = check_tasks_report(root)
     assert report.instances == 1170
     assert report.disagreements == []
-    assert report.seconds < 10, f"checking 1,170 instances took {report.seconds:.1f} s"

@@ -128,7 +128,8 @@ def _int_param(params: Mapping[str, Any], key: str) -> int:
 
 
 def period_delta(period: str, count: int) -> relativedelta:
-    """`count` calendar units of `period` (day, week = 7 days, month, quarter = 3 months, year = 12 months)."""
+    """`count` calendar units of `period` (day, week = 7 days, month, quarter = 3 months): the units of
+    CRMArena's get_start_date, which refuses 'year' (a year is written as 12 months)."""
     unit = period.lower()
     if unit == "day":
         return relativedelta(days=count)
@@ -139,8 +140,11 @@ def period_delta(period: str, count: int) -> relativedelta:
     if unit == "quarter":
         return relativedelta(months=3 * count)
     if unit == "year":
-        return relativedelta(months=12 * count)
-    raise ParamError(f"Unknown period {period!r}; expected day, week, month, quarter or year.")
+        raise ParamError(
+            "period 'year' is not an argument CRMArena's get_start_date accepts; write a year as "
+            "period 'month' with interval_count 12 (rebuild the task files with `orgseed tasks`)."
+        )
+    raise ParamError(f"Unknown period {period!r}; expected day, week, month or quarter.")
 
 
 def named_window(name: str, year: int) -> tuple[datetime, datetime]:

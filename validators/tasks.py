@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +55,6 @@ class TaskCheckReport:
     disagreements: list[Disagreement]
     instances: int
     seconds: float
-
-    @property
-    def by_kind(self) -> dict[str, int]:
-        return dict(Counter(d.kind for d in self.disagreements))
 
 
 # -- answers -------------------------------------------------------------------------------------------

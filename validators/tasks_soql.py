@@ -1,14 +1,16 @@
-"""Ground truth through the org's API: every task answer re-derived with the queries CRMArena's tools send.
+"""Ground truth through the org's API: every task answer re-derived with CRMArena's tool functions.
 
 Where `validators/task_solver.py` reads the bundle's CSVs, this module only talks to an org through a
-`simple_salesforce.Salesforce` client (the embedded org, or a seeded real org): it issues the SOQL/SOSL of the
-CRMArena tool functions (reference §9: get_agent_handled_cases_by_period, get_non_transferred_case_ids,
-get_cases, get_agent_transferred_cases_by_period, get_shipping_state, get_order_item_ids_by_product,
-get_issue_counts, get_account_id_by_contact_id, get_purchase_history, search_products,
-get_email_messages_by_case_id, get_livechat_transcript_by_case_id) and composes them the way the reference
-solvers do, with orgseed's stated choices (routing step 3 counts Status != 'Closed'; an empty
-non-transferred set means no counted case). Long `IN (...)` lists are sent in chunks of `CHUNK` ids, which
-gives the same rows. The client is passed in, so this library never imports the org's implementation.
+`simple_salesforce.Salesforce` client (the embedded org, or a seeded real org): it calls CRMArena's tool
+functions as `orgs/crmarena_tools.py` defines them (reference §9: get_agent_handled_cases_by_period,
+get_non_transferred_case_ids, get_cases, get_agent_transferred_cases_by_period, get_shipping_state,
+get_order_item_ids_by_product, get_issue_counts, get_account_id_by_contact_id, get_purchase_history,
+search_products) — the same functions the agent harness (`evals/`) gives to models — and composes them the way
+the reference solvers do, with orgseed's stated choices (routing step 3 counts Status != 'Closed'; an empty
+non-transferred set means no counted case). Long id lists are given to a tool in chunks of `CHUNK` ids,
+which gives the same rows. The few questions no tool asks (routing step 3, the evidence of a policy
+violation, an article's body) are plain SOQL through the same connector. The client is passed in, so this
+library never imports the org's implementation.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from orgs import crmarena_tools as ct
+from orgs.crmarena_tools import ToolFailed
 from validators.task_solver import period_delta, window
 
 CHUNK = 150
 DT_OUT = "%Y-%m-%dT%H:%M:%S.%f%z"
 SOSL_RESERVED = set("?&|!{}[]()^~*:\\\"'+-")
 MONTHS = [datetime(2000, m, 1).strftime("%B") for m in range(1, 13)]
+_TOOL_ERROR = re.compile(r"^(Error|Unknown action|[A-Z_]+: )")
 
 
 @dataclass(frozen=True)
@@ -65,48 +70,52 @@ def _sosl_term(term: str) -> str:
     return "".join("\\" + ch if ch in SOSL_RESERVED else ch for ch in term)
 
 
+def _ok(result: Any, tool: str) -> Any:
+    """A tool's result, or an error naming the tool when it returned CRMArena's error string."""
+    if isinstance(result, str) and _TOOL_ERROR.match(result):
+        raise ToolFailed(f"CRMArena's {tool} failed against the org: {result}", tool=tool)
+    return result
+
+
 class OrgTools:
-    """CRMArena's tool functions over a simple-salesforce client, with a per-query cache."""
+    """CRMArena's tool functions (`orgs/crmarena_tools.py`) over a simple-salesforce client, composed the way
+    the reference solvers compose them, with a per-query cache. Long id lists go to a tool in chunks of
+    `CHUNK` (same rows, shorter URLs for a real org)."""
 
     def __init__(self, sf: Any) -> None:
-        self.sf = sf
-        self._cache: dict[str, list[dict[str, Any]]] = {}
-        self.queries = 0
+        self.conn = ct.Connector(sf, cache=True)
+
+    @property
+    def queries(self) -> int:
+        return self.conn.queries
 
     def soql(self, q: str) -> list[dict[str, Any]]:
-        if q not in self._cache:
-            self.queries += 1
-            self._cache[q] = list(self.sf.query_all(q)["records"])
-        return self._cache[q]
-
-    def sosl(self, q: str) -> list[dict[str, Any]]:
-        if q not in self._cache:
-            self.queries += 1
-            self._cache[q] = list((self.sf.search(q) or {}).get("searchRecords", []))
-        return self._cache[q]
+        """A query outside CRMArena's tools (policy-violation evidence, routing step 3, articles)."""
+        return self.conn.records(q)
 
     # -- the tools (reference §9) ------------------------------------------------------------------------
 
     def handled_by_agent(self, start: datetime, end: datetime) -> Counter[str]:
-        rows = self.soql(
-            "SELECT NewValue__c, CreatedDate FROM CaseHistory__c "
-            f"WHERE CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} AND Field__c = 'Owner Assignment'"
+        counts = _ok(
+            ct.get_agent_handled_cases_by_period(self.conn, _dt(start), _dt(end)),
+            "get_agent_handled_cases_by_period",
         )
-        return Counter(r["NewValue__c"] for r in rows if r["NewValue__c"])
+        return Counter({a: c for a, c in counts.items() if a})
 
     def transfers_by_agent(self, start: datetime, end: datetime) -> Counter[str]:
-        rows = self.soql(
-            "SELECT OldValue__c, CreatedDate FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' "
-            f"AND OldValue__c != NULL AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)}"
+        counts = _ok(
+            ct.get_agent_transferred_cases_by_period(self.conn, _dt(start), _dt(end)),
+            "get_agent_transferred_cases_by_period",
         )
-        return Counter(r["OldValue__c"] for r in rows)
+        return Counter(counts)
 
     def non_transferred_case_ids(self, start: datetime, end: datetime) -> list[str]:
-        rows = self.soql(
-            "SELECT CaseId__c FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' "
-            f"AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} GROUP BY CaseId__c HAVING COUNT(Id) = 1"
+        return sorted(
+            _ok(
+                ct.get_non_transferred_case_ids(self.conn, _dt(start), _dt(end)),
+                "get_non_transferred_case_ids",
+            )
         )
-        return sorted(r["CaseId__c"] for r in rows)
 
     def get_cases(
         self,
@@ -118,88 +127,72 @@ class OrgTools:
         issue_ids: Sequence[str] | None = None,
         statuses: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """`SELECT OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE ...` (one IN list chunked)."""
-        base = []
-        if start is not None:
-            base.append(f"CreatedDate >= {_dt(start)}")
-        if end is not None:
-            base.append(f"CreatedDate < {_dt(end)}")
-        lists = {"OwnerId": agent_ids, "Id": case_ids, "OrderItemId__c": order_item_ids, "IssueId__c": issue_ids,
-                 "Status": statuses}  # fmt: skip
-        fixed: list[str] = []
-        long_lists: list[tuple[str, list[str]]] = []
-        for fieldname, values in lists.items():
+        """CRMArena's get_cases; an empty list matches nothing (the tool itself would drop the filter)."""
+        lists = {"agent_ids": agent_ids, "case_ids": case_ids, "order_item_ids": order_item_ids,
+                 "issue_ids": issue_ids, "statuses": statuses}  # fmt: skip
+        parts: list[list[tuple[str, list[str]]]] = []
+        for name, values in lists.items():
             if values is None:
                 continue
             values = sorted(values)
             if not values:
                 return []
-            if len(values) > CHUNK:
-                long_lists.append((fieldname, values))
-            elif len(values) == 1:
-                fixed.append(f"{fieldname} = {_quote(values[0])}")
-            else:
-                fixed.append(f"{fieldname} IN {_in(values)}")
-        select = "SELECT Id, OwnerId, CreatedDate, ClosedDate, AccountId FROM Case WHERE "
+            parts.append([(name, list(chunk)) for chunk in _chunks(values)])
+        dates = {"start_date": _dt(start) if start else None, "end_date": _dt(end) if end else None}
         out: list[dict[str, Any]] = []
         # Every long list is sent in chunks; the cross product of the chunks covers exactly the same rows.
-        for combo in itertools.product(*[[(f, part) for part in _chunks(v)] for f, v in long_lists]):
-            extra = [f"{f} IN {_in(part)}" for f, part in combo]
-            out += self.soql(select + " AND ".join([*base, *fixed, *extra]))
+        for combo in itertools.product(*parts):
+            out += _ok(ct.get_cases(self.conn, **dates, **dict(combo)), "get_cases")
         return out
 
     def shipping_states(self, account_ids: Sequence[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
         for part in _chunks(sorted(set(account_ids))):
-            for r in self.soql(f"SELECT Id, ShippingState FROM Account WHERE Id IN {_in(part)}"):
-                out[r["Id"]] = r["ShippingState"]
+            rows = _ok(
+                ct.get_shipping_state(self.conn, [{"AccountId": a} for a in part]), "get_shipping_state"
+            )
+            out.update({r["AccountId"]: r["ShippingState"] for r in rows})
         return out
 
     def order_item_ids_by_product(self, product_id: str) -> list[str]:
         return sorted(
-            r["Id"] for r in self.soql(f"SELECT Id FROM OrderItem WHERE Product2Id = {_quote(product_id)}")
+            _ok(ct.get_order_item_ids_by_product(self.conn, product_id), "get_order_item_ids_by_product")
         )
 
     def issue_counts(self, start: datetime, end: datetime, item_ids: Sequence[str]) -> Counter[str]:
         counts: Counter[str] = Counter()
         for part in _chunks(item_ids):
-            rows = self.soql(
-                f"SELECT IssueId__c, COUNT(Id) IssueCount FROM Case WHERE OrderItemId__c IN {_in(part)} "
-                f"AND CreatedDate >= {_dt(start)} AND CreatedDate <= {_dt(end)} GROUP BY IssueId__c "
-                "ORDER BY COUNT(Id) DESC"
-            )
-            for r in rows:
-                counts[r["IssueId__c"]] += int(r["IssueCount"])
+            found = _ok(ct.get_issue_counts(self.conn, _dt(start), _dt(end), list(part)), "get_issue_counts")
+            for issue, n in found.items():
+                counts[issue] += int(n)
         return counts
 
     def account_of_contact(self, contact_id: str) -> str | None:
-        rows = self.soql(f"SELECT AccountId FROM Contact WHERE Id = {_quote(contact_id)} LIMIT 1")
-        return rows[0]["AccountId"] if rows else None
+        found = _ok(ct.get_account_id_by_contact_id(self.conn, contact_id), "get_account_id_by_contact_id")
+        return found if isinstance(found, str) else None
 
     def search_products(self, term: str) -> list[str]:
-        rows = self.sosl(
-            f"FIND {{{_sosl_term(term)}}} IN ALL FIELDS RETURNING Product2(Id, Name, Description)"
-        )
-        return sorted(r["Id"] for r in rows)
+        return sorted(_ok(ct.search_products(self.conn, _sosl_term(term)), "search_products"))
 
     def purchase_history(self, account_id: str, day: date, product_ids: Sequence[str]) -> list[str]:
         out: list[str] = []
         for part in _chunks(product_ids):
-            rows = self.soql(
-                f"SELECT Product2Id FROM OrderItem WHERE OrderItem.Order.AccountId = {_quote(account_id)} "
-                f"AND OrderItem.Order.EffectiveDate = {day.isoformat()} AND Product2Id IN {_in(part)} "
-                "AND OrderItem.Order.Status = 'Activated'"
+            rows = _ok(
+                ct.get_purchase_history(self.conn, account_id, f"{day.isoformat()}T00:00:00Z", list(part)),
+                "get_purchase_history",
             )
             out += [r["Product2Id"] for r in rows]
         return out
 
     def emails_of_case(self, case_id: str) -> list[dict[str, Any]]:
+        # CRMArena's get_email_messages_by_case_id does not select Incoming, which says who wrote the email
         return self.soql(
             "SELECT Subject, TextBody, FromAddress, ToAddress, MessageDate, Incoming FROM EmailMessage "
             f"WHERE ParentId = {_quote(case_id)}"
         )
 
     def chats_of_case(self, case_id: str) -> list[dict[str, Any]]:
+        # CRMArena's get_livechat_transcript_by_case_id selects EndTime; the policy check dates a chat by its start
         return self.soql(
             f"SELECT Body, StartTime, EndTime FROM LiveChatTranscript WHERE CaseId = {_quote(case_id)}"
         )

@@ -34,6 +34,8 @@ from schemas.errors import Terminal
 from schemas.model import OrgModel, load_model
 
 SEASON_START = {"Spring": 3, "Summer": 6, "Fall": 9, "Autumn": 9, "Winter": 12}
+# Units a query may name. CRMArena's get_start_date takes day/week/month/quarter only, so a "past year"
+# window is recorded in the ground-truth params as 12 months per year (`relative_window`).
 UNITS = ("day", "week", "month", "quarter", "year")
 
 DOMAIN_DETAILS = """# Domain Details
@@ -92,7 +94,9 @@ def relative_window(today: date, period: str, count: int) -> Window:
     else:
         number = words.get(count, f"{count} ") if period != "day" else f"{count} "
         phrase = f"over the past {number}{period}s"
-    return Window(start, end, {"end_date": iso(end), "period": period, "interval_count": count}, phrase)
+    # params are arguments of CRMArena's get_start_date, which has no 'year': a year is 12 months
+    unit, units = ("month", 12 * count) if period == "year" else (period, count)
+    return Window(start, end, {"end_date": iso(end), "period": unit, "interval_count": units}, phrase)
 
 
 def named_window(name: str, year: int) -> Window:

@@ -111,6 +111,9 @@ class FakeConfig:
     max_faults_per_request: int | None = None  # then the same request body is answered (None: no cap)
     slow_seconds: float = 0.3  # the delay of a "slow" answer (which then comes whole)
     schema_invalid_rate: float = 0.0  # share of answers that are JSON but break the output schema
+    # answers every request that gets past the faults with `agent(request) -> chat.completion body` instead of
+    # writing texts (tests/fakes/agent_script.py scripts agents this way)
+    agent: Any = None
 
 
 @dataclass
@@ -344,6 +347,8 @@ class FakeOpenAI:
                     "invalid_request_error",
                 ),
             )
+        if cfg.agent is not None:
+            return 200, [], cfg.agent(req)
         messages = req["messages"]
         first_user = next(m["content"] for m in messages if m["role"] == "user")
         block = parse_facts_block(first_user)

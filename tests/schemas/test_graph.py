@@ -101,3 +101,17 @@ def test_cycle_of_required_lookups_is_refused(tmp_path: Path) -> None:
     # The JSON-Schema type of a required lookup must not allow null; the loader only needs the `required` list.
     with pytest.raises(ModelError, match="cycle of required fields"):
         load_plan(load_model(root))
+
+
+def test_ordering_edges_are_never_deferred(tmp_path: Path) -> None:
+    # Account.Agent__c → User is a nillable lookup; "Account needs User's records" is an ordering edge (a generator
+    # reading another object's frame). The lookup is deferred, so User comes first.
+    root = _model_with(tmp_path, {"Account": {"Agent__c": (_lookup("User", "005", "Agent__r"), False)}})
+    model = load_model(root)
+    plain = load_plan(model)
+    assert plain.deferred == () and plain.order.index("User") < plain.order.index("Account")
+    plan = load_plan(model, after={"User": ["Account"]})
+    assert [(d.sobject, d.field, d.reason) for d in plan.deferred] == [("Account", "Agent__c", "cycle")]
+    assert plan.order.index("Account") < plan.order.index("User")
+    with pytest.raises(ModelError, match="User needs Account's records"):
+        load_plan(model, after={"User": ["Account"]}, deferrable=lambda f: False)

@@ -30,23 +30,13 @@ from typing import Any
 
 from generator.text.base import LANDS_IN, TextKind
 from generator.text.offline import issue_name, product_name
+from schemas import textrules
 from schemas.model import load_model
-from schemas.textrules import (
-    AGENT_SUFFIX as _AGENT,
-)
-from schemas.textrules import (
-    agent_lines,
-    contains,
-    field_problem,
-    free_text,
-    norm,
-    offered,
-    states_window,
-)
+from schemas.textrules import agent_lines, contains, field_problem, free_text, norm, offered, states_window
 
-__all__ = ["check", "check_text", "contains", "norm", "rules_for", "states_window"]
+__all__ = ["check", "check_text", "contains", "field_problems", "norm", "rules_for", "states_window"]
 
-AGENT_SUFFIX = f"{_AGENT}: "
+AGENT_SUFFIX = f"{textrules.AGENT_SUFFIX}: "  # how an agent's chat line starts, after the agent's name
 FORBIDDEN_AGENT_WORDS = ("violat",)  # agents never say their own offer breaks policy
 
 _ID_RE = re.compile(r"\b[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?\b")

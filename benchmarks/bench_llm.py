@@ -161,7 +161,6 @@ def main() -> None:
                 base_url=url,
                 cache=str(Path(tmp) / "llm.sqlite"),
                 concurrency=args.concurrency,
-                dedup_rounds=0,
             )
             # Warm the server and the client imports with a few requests outside the measurement.
             run_writer(LLMSettings(**{**settings.__dict__, "use_cache": False}), env, case_requests(5))

@@ -73,6 +73,7 @@ class BuildOptions:
     dry_run: bool = False
     fallback: str | None = None
     max_stall_seconds: float = 120.0
+    request_timeout: float = 120.0
 
     def output(self) -> Path:
         if self.out:

@@ -93,6 +93,12 @@ def build(
     max_stall_seconds: Annotated[
         float, typer.Option(help="LLM writer: fail when no request has succeeded for this long.")
     ] = 120.0,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            help="LLM writer: seconds a request may wait to connect, send or read before it is retried."
+        ),
+    ] = 120.0,
     no_prefect: Annotated[
         bool, typer.Option("--no-prefect", help="Run in-process without Prefect (no API server start-up).")
     ] = False,
@@ -141,6 +147,7 @@ def build(
         dry_run=dry_run,
         fallback=fallback,
         max_stall_seconds=max_stall_seconds,
+        request_timeout=request_timeout,
     )
     if dry_run:
         _dry_run(opts)

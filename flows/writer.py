@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 USAGE_REPORT = "reports/llm_usage.json"
 USAGE_DIR = "llm-usage"
+MAX_REQUEST_TIMEOUT = 3600.0
 MANIFEST_TOTALS = ("records", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
 # Options that only mean something for the LLM writer, with their CLI flags and defaults.
 LLM_ONLY = {
@@ -37,6 +38,7 @@ LLM_ONLY = {
     "dry_run": ("--dry-run", False),
     "fallback": ("--fallback", None),
     "max_stall_seconds": ("--max-stall-seconds", 120.0),
+    "request_timeout": ("--request-timeout", 120.0),
 }
 
 
@@ -61,6 +63,11 @@ def check_writer_options(opts: BuildOptions) -> None:
             raise UsageError(f"{flag} must be at least 1 (got {value}); leave it out for no limit.")
     if not opts.max_stall_seconds > 0:
         raise UsageError(f"--max-stall-seconds must be positive (got {opts.max_stall_seconds}).")
+    if not 0 < opts.request_timeout <= MAX_REQUEST_TIMEOUT:
+        raise UsageError(
+            f"--request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} seconds (got "
+            f"{opts.request_timeout:g}); it bounds each wait of a request: connecting, sending, each read."
+        )
     if opts.fallback is not None and opts.fallback not in FALLBACKS:
         raise UsageError(f"--fallback must be `offline` (got `{opts.fallback}`).")
     if opts.base_url:
@@ -95,6 +102,7 @@ def _settings(opts: BuildOptions, root: Path | None) -> LLMSettings:
         rpm=opts.rpm,
         tpm=opts.tpm,
         max_stall_seconds=float(opts.max_stall_seconds),
+        request_timeout=float(opts.request_timeout),
         fallback=opts.fallback,
         dry_run=opts.dry_run,
         usage_dir=str(root / WORK_DIR / USAGE_DIR) if root is not None else None,

@@ -1,5 +1,9 @@
 """Free text: present, whole, not near-duplicated, and saying what the latent world says it says.
 
+The rules themselves (what counts as cut off, as naming a product, as stating a policy window, as an
+offer) are `schemas/textrules.py`, the functions the LLM writer checks its texts with before accepting them,
+so a text the writer accepted cannot fail here.
+
 - `FREE_TEXT` declares the written fields: each must be non-blank and not look cut off (an ellipsis or a
   dangling comma, colon, dash or bracket at the end; an unclosed bracket; exactly the field's length limit;
   fields that hold prose must end like a sentence).
@@ -11,7 +15,7 @@
   - a case's subject or description names its product (Case.OrderItemId__c → OrderItem.Product2Id →
     Product2.Name);
   - a policy article (latent `_kind` = issue_policy) states, for every remedy its issue's policy allows
-    (`latent/world/policies.json`), the remedy's canonical phrase with its window in days;
+    (`latent/world/policies.json`), the remedy's canonical phrase with its window in (calendar) days;
   - a case's latent violation label agrees with the policy (a violation offers a remedy the issue's policy
     does not allow, or one past its window; a clean offer is an allowed remedy within its window);
   - the labelled offer is written in the labelled channel (chat agent lines start with
@@ -22,43 +26,30 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import pandas as pd
 
 from schemas import textsim
 from schemas.model import OrgModel
+from schemas.textrules import FREE_TEXT, FreeText, agent_lines, contains, offered, states_window, truncation
 from validators.findings import Finding, finding, show
 from validators.load import POLICIES, BundleData
 
-
-@dataclass(frozen=True)
-class FreeText:
-    sobject: str
-    field: str
-    prose: bool  # ends like a sentence (. ! ?), optionally followed by a closing quote or bracket
-
-
-FREE_TEXT: tuple[FreeText, ...] = (
-    FreeText("Case", "Subject", prose=False),
-    FreeText("Case", "Description", prose=False),  # may end with a sign-off name
-    FreeText("EmailMessage", "Subject", prose=False),
-    FreeText("EmailMessage", "TextBody", prose=False),  # may end with a signature
-    FreeText("LiveChatTranscript", "Body", prose=True),
-    FreeText("Knowledge__kav", "Title", prose=False),
-    FreeText("Knowledge__kav", "Summary", prose=True),
-    FreeText("Knowledge__kav", "FAQ_Answer__c", prose=True),
-    FreeText("Product2", "Name", prose=False),
-    FreeText("Product2", "Description", prose=True),
-    FreeText("ProductCategory", "Description", prose=True),
-    FreeText("Issue__c", "Name", prose=False),
-    FreeText("Issue__c", "Description__c", prose=True),
-    FreeText("Pricebook2", "Description", prose=True),
-)
+__all__ = [
+    "FREE_TEXT",
+    "NEAR_DUPLICATE_SCOPE",
+    "NEAR_DUPLICATE_THRESHOLD",
+    "FreeText",
+    "agent_lines",
+    "check_text",
+    "near_duplicate_pairs",
+    "near_duplicates",
+    "offered",
+    "truncation",
+]
 
 NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
     ("Case", "Description"),
@@ -67,12 +58,6 @@ NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
     ("Product2", "Description"),
 )
 NEAR_DUPLICATE_THRESHOLD = textsim.DEFAULT_THRESHOLD
-
-_DANGLING = (",", ";", ":", "-", "–", "—", "(", "[", "{", "/", "&", "\\")
-_ELLIPSIS = ("...", "…")
-_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
-_SPEAKER = re.compile(r"^([^:\n]{1,120}): ")
-_AGENT_SUFFIX = " (Agent)"
 
 
 def _file(sobject: str) -> str:
@@ -90,23 +75,6 @@ def check_text(data: BundleData) -> list[Finding]:
 
 
 # -- present and whole --------------------------------------------------------------------------------------
-
-
-def truncation(text: str, limit: int | None, prose: bool) -> str | None:
-    """Why `text` looks cut off, or None."""
-    body = text.rstrip()
-    if limit is not None and len(text) == limit:
-        return f"it is exactly {limit} characters long, the field's limit"
-    if body.endswith(_ELLIPSIS):
-        return "it ends with an ellipsis"
-    if body.endswith(_DANGLING):
-        return f"it ends with `{body[-1]}`"
-    for opening, closing in (("(", ")"), ("[", "]")):
-        if body.count(opening) > body.count(closing):
-            return f"a `{opening}` is never closed"
-    if prose and not _SENTENCE_END.search(body):
-        return f"it ends mid-sentence ({show(body[-30:])})"
-    return None
 
 
 def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
@@ -203,8 +171,7 @@ def _products(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     ):
         if not isinstance(pname, str) or not (subject or desc):
             continue  # unresolved references and empty texts are reported by their own rules
-        text = f"{subject or ''}\n{desc or ''}".lower()
-        if pname.lower() not in text:
+        if not (contains(subject or "", pname) or contains(desc or "", pname)):
             out.append(
                 finding(
                     "text.product-missing",
@@ -257,15 +224,6 @@ def _policy_of(data: BundleData, issue: str) -> dict[str, int] | None:
     return {str(k): int(v) for k, v in policy["remedies"].items()}
 
 
-def _states_window(body: str, phrase: str, window: int) -> bool:
-    days = re.compile(rf"\b{window}(?:\s|-)?days?\b", re.IGNORECASE)
-    for line in body.splitlines():
-        for sentence in re.split(r"(?<=[.!?])\s+", line):
-            if phrase.lower() in sentence.lower() and days.search(sentence):
-                return True
-    return False
-
-
 def _policies(data: BundleData) -> list[Finding]:
     if data.policies is None:
         return []
@@ -301,7 +259,7 @@ def _policies(data: BundleData) -> list[Finding]:
             phrase = phrases.get(remedy)
             if phrase is None:
                 continue  # text.policy-unknown-remedy
-            if not _states_window(text, phrase, window):
+            if not states_window(text, phrase, window):
                 out.append(
                     finding(
                         "text.policy-window",
@@ -318,42 +276,6 @@ def _policies(data: BundleData) -> list[Finding]:
 
 
 # -- offers and violations ------------------------------------------------------------------------------------
-
-
-def agent_lines(body: str) -> str:
-    """The agent's part of a chat transcript: lines spoken by `<Name> (Agent)` and their continuations."""
-    out: list[str] = []
-    agent = False
-    for line in body.splitlines():
-        m = _SPEAKER.match(line)
-        if m:
-            agent = m.group(1).endswith(_AGENT_SUFFIX)
-            line = line[m.end() :]
-        if agent:
-            out.append(line)
-    return "\n".join(out)
-
-
-def offered(text: str, phrases: dict[str, str], issue_name: str | None) -> list[str]:
-    """Remedies whose canonical phrase the text uses (ignoring mentions of the case's issue name)."""
-    lowered = text.lower()
-    if issue_name:
-        lowered = lowered.replace(issue_name.lower(), " ")
-    return [
-        r
-        for r, p in _lowered(tuple(sorted(phrases.items())))
-        if p in lowered and _phrase_re(p).search(lowered)
-    ]
-
-
-@cache
-def _lowered(phrases: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((r, p.lower()) for r, p in phrases)
-
-
-@cache
-def _phrase_re(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"\b{re.escape(phrase.lower())}\b")
 
 
 @dataclass

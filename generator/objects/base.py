@@ -21,7 +21,7 @@ from faker import Faker
 
 from generator.ids import make_ids
 from generator.rng import derive_seed, np_rng
-from generator.text.base import TextKind, TextRequest
+from generator.text.base import LANDS_IN, TextKind, TextRequest, text_columns
 from generator.world import World
 from schemas.model import OrgModel
 from schemas.profile import Profile
@@ -104,6 +104,10 @@ class ObjectGenerator:
         requests: Sequence[TextRequest],
         results: Sequence[dict[str, Any]],
     ) -> pd.DataFrame:
+        """The frame with the writer's results in their fields (`LANDS_IN`); one result per row, in order."""
+        if self.text_kind is not None and self.text_kind in LANDS_IN:
+            for name, values in text_columns(self.text_kind, results).items():
+                frame[name] = values
         return frame
 
 

@@ -345,11 +345,6 @@ class CaseGenerator(ObjectGenerator):
             out.append(TextRequest(TextKind.CASE, str(rid), facts))
         return out
 
-    def apply_text(self, ctx: BuildContext, frame: pd.DataFrame, requests: Any, results: Any) -> pd.DataFrame:
-        frame["Subject"] = [r["subject"] for r in results]
-        frame["Description"] = [r["description"] for r in results]
-        return frame
-
 
 class CaseHistoryGenerator(ObjectGenerator):
     sobject = "CaseHistory__c"

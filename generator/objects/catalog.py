@@ -41,16 +41,6 @@ class ProductCategoryGenerator(ObjectGenerator):
             for rid, name in zip(frame["Id"], frame["Name"], strict=True)
         ]
 
-    def apply_text(
-        self,
-        ctx: BuildContext,
-        frame: pd.DataFrame,
-        requests: Sequence[TextRequest],
-        results: Sequence[dict[str, Any]],
-    ) -> pd.DataFrame:
-        frame["Description"] = [r["description"] for r in results]
-        return frame
-
 
 class Product2Generator(ObjectGenerator):
     sobject = "Product2"
@@ -97,17 +87,6 @@ class Product2Generator(ObjectGenerator):
                 )
             )
         return out
-
-    def apply_text(
-        self,
-        ctx: BuildContext,
-        frame: pd.DataFrame,
-        requests: Sequence[TextRequest],
-        results: Sequence[dict[str, Any]],
-    ) -> pd.DataFrame:
-        frame["Name"] = [r["name"] for r in results]
-        frame["Description"] = [r["description"] for r in results]
-        return frame
 
 
 class ProductCategoryProductGenerator(ObjectGenerator):
@@ -283,17 +262,6 @@ class IssueGenerator(ObjectGenerator):
             for rid, key in zip(frame["Id"], frame["_issue_key"], strict=True)
         ]
 
-    def apply_text(
-        self,
-        ctx: BuildContext,
-        frame: pd.DataFrame,
-        requests: Sequence[TextRequest],
-        results: Sequence[dict[str, Any]],
-    ) -> pd.DataFrame:
-        frame["Name"] = [r["name"] for r in results]
-        frame["Description__c"] = [r["description"] for r in results]
-        return frame
-
 
 def url_slug(text: str) -> str:
     out = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
@@ -361,9 +329,7 @@ class KnowledgeGenerator(ObjectGenerator):
         requests: Sequence[TextRequest],
         results: Sequence[dict[str, Any]],
     ) -> pd.DataFrame:
-        frame["Title"] = [r["title"] for r in results]
-        frame["Summary"] = [r["summary"] for r in results]
-        frame["FAQ_Answer__c"] = [r["body"] for r in results]
+        frame = super().apply_text(ctx, frame, requests, results)
         seen: set[str] = set()
         urls = []
         for title in frame["Title"]:

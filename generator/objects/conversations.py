@@ -16,7 +16,7 @@ import pandas as pd
 
 from generator.objects.base import BuildContext, ObjectGenerator, exact_allocation
 from generator.objects.orders import BuildError
-from generator.text.base import TextKind, TextRequest
+from generator.text.base import LANDS_IN, TextKind, TextRequest
 
 SEC = np.timedelta64(1, "s")
 
@@ -268,13 +268,14 @@ class EmailMessageGenerator(ObjectGenerator):
                     f"The writer returned {len(msgs)} emails for case {req.key}, expected {len(req.facts['messages'])}."
                 )
             by_case[case_pos[req.key]] = msgs
-        subjects, bodies = [], []
+        lands = LANDS_IN[TextKind.EMAIL_THREAD]
+        columns: dict[str, list[Any]] = {name: [] for _, name in lands.values()}
         for pos, seq in zip(frame["_case"], frame["_seq"], strict=True):
             msg = by_case[int(pos)][int(seq)]
-            subjects.append(msg["subject"])
-            bodies.append(msg["body"])
-        frame["Subject"] = subjects
-        frame["TextBody"] = bodies
+            for key, (_, name) in lands.items():
+                columns[name].append(msg[key])
+        for name, values in columns.items():
+            frame[name] = values
         return frame
 
 
@@ -356,13 +357,3 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
                 )
             )
         return out
-
-    def apply_text(
-        self,
-        ctx: BuildContext,
-        frame: pd.DataFrame,
-        requests: Sequence[TextRequest],
-        results: Sequence[dict[str, Any]],
-    ) -> pd.DataFrame:
-        frame["Body"] = [r["body"] for r in results]
-        return frame

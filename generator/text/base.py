@@ -103,6 +103,30 @@ OUTPUT_SCHEMAS: dict[TextKind, dict[str, Any]] = {
 }
 
 
+# Where each kind's results land: result key → (sObject, field). An email thread's keys are those of each of
+# its `messages`, the i-th landing in the thread's i-th EmailMessage. Paraphrases and product mentions become
+# task queries, not record fields. The generators fill records from this table (`ObjectGenerator.apply_text`)
+# and the writer's checks judge each text as the validators will judge its field (`checks.py`).
+LANDS_IN: dict[TextKind, dict[str, tuple[str, str]]] = {
+    TextKind.PRODUCT: {"name": ("Product2", "Name"), "description": ("Product2", "Description")},
+    TextKind.ISSUE: {"name": ("Issue__c", "Name"), "description": ("Issue__c", "Description__c")},
+    TextKind.CATEGORY: {"description": ("ProductCategory", "Description")},
+    TextKind.KNOWLEDGE: {
+        "title": ("Knowledge__kav", "Title"),
+        "summary": ("Knowledge__kav", "Summary"),
+        "body": ("Knowledge__kav", "FAQ_Answer__c"),
+    },
+    TextKind.CASE: {"subject": ("Case", "Subject"), "description": ("Case", "Description")},
+    TextKind.EMAIL_THREAD: {"subject": ("EmailMessage", "Subject"), "body": ("EmailMessage", "TextBody")},
+    TextKind.CHAT: {"body": ("LiveChatTranscript", "Body")},
+}
+
+
+def text_columns(kind: TextKind, results: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The record fields a batch of results (one per record, in order) fills: field → values (`LANDS_IN`)."""
+    return {field: [r[key] for r in results] for key, (_, field) in LANDS_IN[kind].items()}
+
+
 class TextWriter(ABC):
     """Writes free text for batches of requests of one kind."""
 

@@ -8,41 +8,44 @@ Two steps, kept apart so prompts, writers and validators share them:
 - `check(kind, rules, result)` returns the problems of one result, as sentences addressed to a writer
   ("The description does not name the product `X`."). No problems means the text passes.
 
+The rules a bundle is validated by are `schemas/textrules.py`, and `check` judges each text with those same
+functions, on the field the text lands in (`LANDS_IN`): present, within the field's length, not cut off,
+naming its product, stating its policy windows, offering exactly what the facts say. So a text this module
+accepts cannot fail validation (`tests/text/test_text_rules.py`). A few rules are the writer's alone and only
+make it stricter: exact product and issue names, every answer of an article stated verbatim, agents signing
+their emails, chat lines prefixed by their speaker, paraphrases keeping ids, dates and the answer suffix.
+
 `phrases` maps every remedy key to its canonical phrase (profile `[latent.remedies]`). Offers are detected
-by these phrases, so agents' words must contain the offered remedy's phrase exactly where the facts place
-an offer, and no remedy phrase anywhere else. A phrase that is part of the case's issue name (for example
-"loyalty points" in "Loyalty points not redeemed") may appear freely, since agents name the issue.
+by these phrases (`textrules.offered`), so agents' words must contain the offered remedy's phrase exactly
+where the facts place an offer, and no remedy phrase anywhere else, except inside the case's issue name
+(agents may name the issue "Loyalty points not redeemed" without offering loyalty points).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
-from generator.text.base import TextKind
+from generator.text.base import LANDS_IN, TextKind
 from generator.text.offline import issue_name, product_name
+from schemas import textrules
+from schemas.model import load_model
+from schemas.textrules import agent_lines, contains, field_problem, free_text, norm, offered, states_window
 
-AGENT_SUFFIX = " (Agent): "
+__all__ = ["check", "check_text", "contains", "field_problems", "norm", "rules_for", "states_window"]
+
+AGENT_SUFFIX = f"{textrules.AGENT_SUFFIX}: "  # how an agent's chat line starts, after the agent's name
 FORBIDDEN_AGENT_WORDS = ("violat",)  # agents never say their own offer breaks policy
 
 _ID_RE = re.compile(r"\b[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?\b")
 _DATE_RE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
 )
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _SUFFIX_RE = re.compile(r"(?:(?<=[.?!])\s+|^)(Return only\b.*)$", re.DOTALL)
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _DROP_PREFIXES = ("no, ", "yes, ", "they run ", "about ", "orders over ")
-
-
-def norm(text: str) -> str:
-    """Lower-case with runs of whitespace collapsed (for containment tests)."""
-    return re.sub(r"\s+", " ", str(text)).strip().lower()
-
-
-def contains(text: str, snippet: str) -> bool:
-    return norm(snippet) in norm(text)
 
 
 def preserved_tokens(text: str) -> list[str]:
@@ -76,12 +79,6 @@ def answer_snippet(answer: str) -> str:
         if low.startswith(prefix):
             return text[len(prefix) :]
     return text
-
-
-def _exempt(phrases: Mapping[str, str], issue: str) -> list[str]:
-    """Remedy phrases that must not appear where no offer is made (minus those in the issue's name)."""
-    issue_low = norm(issue)
-    return sorted({p for p in phrases.values() if norm(p) not in issue_low})
 
 
 def _offer(offer: Any) -> dict[str, Any] | None:
@@ -120,7 +117,8 @@ def rules_for(kind: TextKind, facts: Mapping[str, Any], phrases: Mapping[str, st
             "agent_prefix": f"{facts['agent']}{AGENT_SUFFIX}",
             "mention": [str(facts["product"])],
             "offer": _offer(facts.get("offer")),
-            "phrases": _exempt(phrases, iname),
+            "phrases": _all_phrases(phrases),
+            "issue_name": iname,
         }
     if kind is TextKind.PARAPHRASE:
         text = str(facts["text"])
@@ -167,8 +165,14 @@ def _email_rules(facts: Mapping[str, Any], phrases: Mapping[str, str]) -> dict[s
         "count": len(messages),
         "messages": messages,
         "mention": [str(facts["product"])],
-        "phrases": _exempt(phrases, str(facts.get("issue_name", ""))),
+        "phrases": _all_phrases(phrases),
+        "issue_name": str(facts.get("issue_name", "")),
     }
+
+
+def _all_phrases(phrases: Mapping[str, str]) -> list[str]:
+    """Every remedy's canonical phrase, sorted: the words no agent may use where the facts place no offer."""
+    return sorted({str(p) for p in phrases.values()})
 
 
 # -- checks ------------------------------------------------------------------------------------------------
@@ -177,8 +181,33 @@ def _email_rules(facts: Mapping[str, Any], phrases: Mapping[str, str]) -> dict[s
 def check(kind: TextKind, rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     """The problems of one (schema-valid) result against its rules; empty when it passes."""
     kind = TextKind(kind)
-    fn = _CHECKS[kind]
-    return fn(rules, result)
+    return [*field_problems(kind, result), *_CHECKS[kind](rules, result)]
+
+
+@cache
+def _field_rules(sobject: str, field: str) -> tuple[int | None, bool]:
+    """(length limit, prose) of a written field: the org model's length, `textrules.FREE_TEXT`'s prose."""
+    return load_model().get(sobject).field(field).length, free_text(sobject, field).prose
+
+
+def field_problems(kind: TextKind, result: Mapping[str, Any]) -> list[str]:
+    """What the validators would find wrong with the fields this result fills (`LANDS_IN`): an empty text,
+    one longer than its field, one that looks cut off (`textrules.field_problem`)."""
+    lands = LANDS_IN.get(TextKind(kind))
+    if lands is None:
+        return []
+    if kind is TextKind.EMAIL_THREAD:
+        parts = [(f"Message {i}'s", m) for i, m in enumerate(result["messages"], start=1)]
+    else:
+        parts = [("The", result)]
+    out = []
+    for owner, part in parts:
+        for key, (sobject, field) in lands.items():
+            limit, prose = _field_rules(sobject, field)
+            problem = field_problem(str(part[key]), limit, prose)
+            if problem:
+                out.append(f"{owner} {key} {problem}.")
+    return out
 
 
 def check_text(
@@ -209,12 +238,6 @@ def _check_category(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]
     return _mentions(rules, str(r["description"]), "The description")
 
 
-def states_window(body: str, phrase: str, days: int) -> bool:
-    """True when one sentence of `body` names `phrase` and the window `days` (as "30 days"/"30-day")."""
-    pat = re.compile(rf"(?<![\d.]){days}(?:\s|-)*(?:calendar\s+|business\s+)?days?\b", re.IGNORECASE)
-    return any(contains(s, phrase) and pat.search(s) for s in _SENTENCE_SPLIT.split(body) if s.strip())
-
-
 def _check_knowledge(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
     body = str(r["body"])
     out = _mentions(rules, body, "The body")
@@ -235,19 +258,29 @@ def _check_case(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
 
 
 def _agent_phrase_problems(
-    text: str, where: str, offer: Mapping[str, Any] | None, phrases: Sequence[str]
+    text: str,
+    where: str,
+    offer: Mapping[str, Any] | None,
+    phrases: Sequence[str],
+    issue: str | None,
+    forbidden_too: str = "",
 ) -> list[str]:
+    """The offer the facts place (or none), and no other remedy: `text` is what the agent says there,
+    `forbidden_too` more of the agent's text where no remedy may be named (a chat's header)."""
     out = []
-    offered = offer.get("phrase") if offer else None
-    if offered and not contains(text, str(offered)):
-        out.append(f"{where} must make the offer using the exact words `{offered}`.")
-    for p in phrases:
-        if p != offered and contains(text, p):
+    wanted = str(offer["phrase"]) if offer and offer.get("phrase") else None
+    every = {p: p for p in [*phrases, wanted] if p}
+    said = offered(text, every, issue)
+    if wanted and wanted not in said:
+        out.append(f"{where} must make the offer using the exact words `{wanted}`.")
+    extra = offered(forbidden_too, every, issue) if forbidden_too else []
+    for p in sorted({*said, *extra}):
+        if p != wanted:
             if offer and offer.get("decline"):
                 out.append(f"{where} must decline without naming any resolution, but it says `{p}`.")
             else:
                 out.append(f"{where} must not say `{p}` (no such offer is made there).")
-    low = norm(text)
+    low = norm(f"{text}\n{forbidden_too}")
     for word in FORBIDDEN_AGENT_WORDS:
         if word in low:
             out.append(f"{where} must not mention a policy violation.")
@@ -271,7 +304,9 @@ def _check_email(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
         where = f"Message {i} ({plan['kind']})"
         if plan.get("agent") and not contains(body, plan["agent"]):
             out.append(f"{where} must be signed by the agent `{plan['agent']}`.")
-        out += _agent_phrase_problems(body, where, plan.get("offer"), rules["phrases"])
+        out += _agent_phrase_problems(
+            body, where, plan.get("offer"), rules["phrases"], rules.get("issue_name")
+        )
     return out
 
 
@@ -297,8 +332,14 @@ def _check_chat(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
     if not any(line.startswith(cp) for line in talk):
         out.append(f"The chat has no customer line (lines starting with `{cp}`).")
     out += _mentions(rules, str(r["body"]), "The chat")
-    spoken_by_agent = "\n".join([*header, *agent])
-    out += _agent_phrase_problems(spoken_by_agent, "The agent's lines", rules.get("offer"), rules["phrases"])
+    out += _agent_phrase_problems(
+        agent_lines(str(r["body"])),  # the agent's words as the validators read them
+        "The agent's lines",
+        rules.get("offer"),
+        rules["phrases"],
+        rules.get("issue_name"),
+        forbidden_too="\n".join(header),
+    )
     return out
 
 
@@ -342,17 +383,3 @@ _CHECKS = {
     TextKind.PARAPHRASE: _check_paraphrase,
     TextKind.PRODUCT_MENTION: _check_mention,
 }
-
-
-def dedup_text(kind: TextKind, result: Mapping[str, Any]) -> str | None:
-    """The free text of a result that near-duplicate detection compares (None: the kind is not compared)."""
-    kind = TextKind(kind)
-    if kind in (TextKind.PRODUCT, TextKind.CATEGORY, TextKind.CASE):
-        return str(result["description"])
-    if kind is TextKind.KNOWLEDGE:
-        return str(result["body"])
-    if kind is TextKind.CHAT:
-        return str(result["body"])
-    if kind is TextKind.EMAIL_THREAD:
-        return "\n".join(str(m["body"]) for m in list(result["messages"])[1:])
-    return None

@@ -9,14 +9,15 @@ For each request (one record):
 1. Render the prompt (`render.py`), compute its content address, and replay the answer from the cache
    (`cache.py`) when it is there; otherwise send it, honouring the gate, the RPM/TPM limiters and any
    pause a `Retry-After` asked for. 429s back off (Retry-After, else exponential with jitter, capped);
-   5xx, timeouts and connection errors retry with jitter (tenacity); the breaker ends the run when
-   nothing succeeds for `max_stall_seconds`.
+   5xx, timeouts, connection errors and 200s whose body is not a chat completion (cut JSON, an HTML page,
+   an `{"error": ...}` envelope, no choices: what gateways and overloaded servers send; `read_completion`)
+   retry with jitter (tenacity); the breaker ends the run when nothing succeeds for `max_stall_seconds`.
 2. Parse the reply (JSON Schema structured output; or JSON mode or plain text with the schema in the
    prompt, for servers without it), coerce, validate against `OUTPUT_SCHEMAS`, run the content checks
    (`checks.py`). A failed reply gets a follow-up turn naming its problems, up to `max_attempts` calls.
 3. Near-duplicates are found by the pipeline over the whole object (`schemas/textsim.py`, shard-independent)
-   and sent back with an `attempt` counter, which the prompt turns into a variation hint. The writer's own
-   per-batch pass (`dedup.py`, `dedup_rounds`) is off by default: it only sees one shard's batch.
+   and sent back with an `attempt` counter, which the prompt turns into a variation hint (counted as
+   `regenerations`).
 A record that still fails is listed in the usage report, and fails the build unless the fallback is
 "offline", in which case the offline writer fills it (and the count is reported).
 """
@@ -44,8 +45,7 @@ from jsonschema import Draft202012Validator
 from generator.rng import derive_seed
 from generator.text.base import OUTPUT_SCHEMAS, TextKind, TextRequest, TextWriter
 from generator.text.cache import CachedResponse, ResponseCache, default_cache_path, request_key
-from generator.text.checks import check, dedup_text, norm
-from generator.text.dedup import NearDuplicates
+from generator.text.checks import check, norm
 from generator.text.limits import AdaptiveGate, StallBreaker, backoff, first_of, retry_after_seconds
 from generator.text.offline import OfflineWriter
 from generator.text.render import Prompt, PromptEnv, render
@@ -56,16 +56,6 @@ T = TypeVar("T")
 OPENAI_URL = "https://api.openai.com/v1"
 MODES = ("json_schema", "json_object", "text")
 FALLBACKS = ("offline",)
-DEDUP_KINDS = frozenset(
-    {
-        TextKind.PRODUCT,
-        TextKind.CATEGORY,
-        TextKind.KNOWLEDGE,
-        TextKind.CASE,
-        TextKind.EMAIL_THREAD,
-        TextKind.CHAT,
-    }
-)
 _UNSUPPORTED_SCHEMA_KEYS = ("minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
 _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
 
@@ -101,6 +91,19 @@ class _FormatUnsupported(Exception):
     """The endpoint refused the response format (json_schema / json_object)."""
 
 
+class BadAnswer(Exception):
+    """A 2xx answer whose body is not a chat completion; retried like a 5xx (see `read_completion`).
+
+    `what` names the fault ("an HTML page", "a cut-off or invalid JSON body", ...); `detail` shows a short,
+    redacted excerpt of what came instead.
+    """
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        super().__init__(f"{what} ({detail})" if detail else what)
+        self.what = what
+        self.detail = detail
+
+
 class _NotSent(Exception):
     """Dry run: the request is not in the cache and is not sent."""
 
@@ -128,8 +131,6 @@ class LLMSettings:
     request_timeout: float = 120.0
     max_retries: int = 6  # per request, on 5xx / timeouts / connection errors
     max_attempts: int = 3  # calls per record (first + follow-ups after failed checks)
-    dedup_rounds: int = 0  # the pipeline dedups whole objects; see the module docstring
-    dedup_threshold: float = 0.5
     backoff_base: float = 1.0
     backoff_max: float = 30.0
     limit_window_seconds: float = 60.0  # the window of --rpm/--tpm (tests shorten it)
@@ -191,6 +192,95 @@ def redact(text: str, secrets: Sequence[str | None] = ()) -> str:
 
 
 # -- helpers ----------------------------------------------------------------------------------------------
+
+
+_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^>]*>")
+
+
+def html_text(text: str) -> str | None:
+    """An HTML page's title (else its text, tags dropped), or None when `text` does not look like HTML."""
+    low = text[:2000].lstrip().lower()
+    if not (low.startswith(("<!doctype html", "<html")) or "<body" in low or "<title" in low):
+        return None
+    title = _TITLE_RE.search(text)
+    return " ".join((title.group(1) if title else _TAG_RE.sub(" ", text)).split())
+
+
+def excerpt(text: str, limit: int = 160) -> str:
+    """A short one-line view of a body: an HTML page by its title (else its text), anything else trimmed."""
+    page = html_text(str(text))
+    shown = " ".join(str(text).split()) if page is None else f"an HTML page: {page or '(empty)'}"
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _int_field(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)  # some servers count in floats
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadAnswer("a malformed chat completion", f"`{where}` is {excerpt(json.dumps(value), 60)}")
+    return value
+
+
+def read_completion(body: bytes, content_type: str = "application/json") -> CachedResponse:
+    """The reply in a 2xx chat-completion body, or `BadAnswer` saying what came instead.
+
+    Gateways, proxies and overloaded servers answer 200 with bodies that are not completions: JSON cut off
+    mid-way, an HTML page (a captive portal, a gateway's error page), an `{"error": ...}` envelope, a
+    completion with no choices. Each is a passing fault of the endpoint, not of the request, so the caller
+    retries it like a 5xx. Only the fields orgseed reads are checked: `choices[0].message.content` (a string
+    or null), `refusal`, `finish_reason` and the `usage` token counts (non-negative integers or absent).
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadAnswer("a body that is not UTF-8 text", f"byte {exc.start} of {len(body)}") from None
+    if not text.strip():
+        raise BadAnswer("an empty body")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        page = html_text(text)
+        if page is not None:
+            raise BadAnswer("an HTML page", excerpt(page) or "(empty)") from None
+        kind = content_type.split(";")[0].strip().lower()
+        if kind and "json" not in kind:
+            raise BadAnswer("a non-JSON body", f"{kind}: {excerpt(text)}") from None
+        where = f"at character {exc.pos} of {len(text)}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise BadAnswer("a cut-off or invalid JSON body", where or "nested too deeply") from None
+    if not isinstance(data, dict):
+        raise BadAnswer("JSON that is not an object", excerpt(text))
+    if "error" in data and not data.get("choices"):
+        err = data["error"]
+        message = err.get("message") if isinstance(err, dict) else err
+        raise BadAnswer("an error envelope", excerpt(str(message)))
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        raise BadAnswer("JSON without `choices`", excerpt(text))
+    if not choices:
+        raise BadAnswer("a completion with no choices")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise BadAnswer("a malformed chat completion", "`choices[0].message` is not an object")
+    content, refusal = message.get("content"), message.get("refusal")
+    finish = choice.get("finish_reason")
+    for name, value in (("content", content), ("refusal", refusal), ("finish_reason", finish)):
+        if value is not None and not isinstance(value, str):
+            raise BadAnswer("a malformed chat completion", f"`{name}` is {excerpt(json.dumps(value), 60)}")
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise BadAnswer("a malformed chat completion", "`usage` is not an object")
+    usage = usage or {}
+    return CachedResponse(
+        content=content,
+        refusal=refusal,
+        finish_reason=finish,
+        prompt_tokens=_int_field(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+        completion_tokens=_int_field(usage.get("completion_tokens"), "usage.completion_tokens"),
+    )
 
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -437,7 +527,8 @@ class _RetryPolicy:
 
     429s retry until the stall breaker decides (waiting what Retry-After asks, else exponential back-off with
     jitter up to `backoff_max`); a Retry-After longer than the stall limit trips the breaker at once. 5xx,
-    408/409, timeouts and connection errors retry `max_retries` times with jittered back-off.
+    408/409, timeouts, connection errors and bad 200s (`BadAnswer`) retry `max_retries` times with jittered
+    back-off.
     """
 
     def __init__(self, writer: LLMWriter) -> None:
@@ -448,7 +539,7 @@ class _RetryPolicy:
     def retryable(self, exc: BaseException | None) -> bool:
         import openai
 
-        if isinstance(exc, openai.RateLimitError):
+        if isinstance(exc, openai.RateLimitError | BadAnswer):
             return True
         if isinstance(exc, openai.APIStatusError):
             return exc.status_code >= 500 or exc.status_code in (408, 409)
@@ -520,7 +611,6 @@ class LLMWriter(TextWriter):
         self._lock = threading.Lock()
         self._snapshot_name = f"usage-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._offline = OfflineWriter(seed, env.company)
-        self._dedup = NearDuplicates(settings.dedup_threshold)
 
     # -- interface ---------------------------------------------------------------------------------------
 
@@ -564,7 +654,8 @@ class LLMWriter(TextWriter):
         e = self._e
         e.breaker.raise_if_tripped()
         recs = [_Record(r) for r in requests]
-        self.usage.add(kind.value, records=len(recs))
+        rewrites = sum(1 for r in requests if int(r.facts.get("attempt", 0) or 0) > 0)
+        self.usage.add(kind.value, records=len(recs), regenerations=rewrites)
         try:
             known = await self._prefetch(kind, requests)
             # Records start a few at a time (twice the concurrency), so preparing the whole batch does not
@@ -573,8 +664,6 @@ class LLMWriter(TextWriter):
             await first_of(
                 {asyncio.ensure_future(self._admitted(admit, kind, r, 0, known)) for r in recs}, e.breaker
             )
-            if not self.settings.dry_run:
-                await self._deduplicate(kind, recs)
             return self._finish(kind, recs)
         finally:
             await e.flush()
@@ -610,27 +699,6 @@ class LLMWriter(TextWriter):
             ]
         found: dict[str, CachedResponse] = await e.in_db(e.cache.get_many, keys)
         return {k: found.get(k) for k in keys}
-
-    async def _deduplicate(self, kind: TextKind, recs: list[_Record]) -> None:
-        if kind not in DEDUP_KINDS or self.settings.dedup_rounds <= 0:
-            return
-        for variant in range(1, self.settings.dedup_rounds + 2):
-            texts = [dedup_text(kind, r.result) if r.result is not None else None for r in recs]
-            dups = await asyncio.to_thread(self._dedup.find, texts)
-            again = [(r, d) for r, d in zip(recs, dups, strict=True) if d is not None]
-            if not again:
-                return
-            if variant > self.settings.dedup_rounds:
-                for r, d in again:
-                    r.result = None
-                    r.problems = [
-                        f"Still a near-duplicate of record `{recs[d].req.key}` after {self.settings.dedup_rounds} rewrites."
-                    ]
-                return
-            self.usage.add(kind.value, regenerations=len(again))
-            await first_of(
-                {asyncio.ensure_future(self._solve(kind, r, variant)) for r, _ in again}, self._e.breaker
-            )
 
     def _finish(self, kind: TextKind, recs: list[_Record]) -> list[dict[str, Any]]:
         failed = [r for r in recs if r.result is None and not r.dry]
@@ -832,7 +900,7 @@ class LLMWriter(TextWriter):
                 with attempt:
                     e.breaker.raise_if_tripped()
                     return await self._send_once(kind, params, mode)
-        except openai.APIError as exc:
+        except (openai.APIError, BadAnswer) as exc:
             raise self._give_up(kind, exc) from None
         finally:
             e.breaker.end()
@@ -860,7 +928,13 @@ class LLMWriter(TextWriter):
                 extra = (
                     {"response_format": params["response_format"]} if "response_format" in params else None
                 )
-                resp = await e.client.chat.completions.create(**body, extra_body=extra)
+                raw = await e.client.chat.completions.with_raw_response.create(**body, extra_body=extra)
+                http = raw.http_response
+                reply = read_completion(http.content, http.headers.get("content-type", ""))
+            except BadAnswer as exc:
+                self.usage.error("bad_answers")
+                e.breaker.note(f"200 with {exc.what}")
+                raise
             except openai.RateLimitError:
                 slot.outcome = "throttled"
                 self.usage.error("rate_limited")
@@ -885,15 +959,7 @@ class LLMWriter(TextWriter):
                 raise
             slot.outcome = "ok"
             e.breaker.progress()
-        choice = resp.choices[0]
-        usage = resp.usage
-        return CachedResponse(
-            content=choice.message.content,
-            refusal=getattr(choice.message, "refusal", None),
-            finish_reason=choice.finish_reason,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        )
+        return reply
 
     async def _wait_pause(self) -> None:
         e = self._e
@@ -911,6 +977,17 @@ class LLMWriter(TextWriter):
     def _stall_error(self, stalled: float, since: Mapping[str, int]) -> LLMError:
         seen = ", ".join(f"{n}× {what}" for what, n in sorted(since.items())) or "no answer at all"
         s = self.settings
+        if "429" not in since:  # no rate limiting: the endpoint itself keeps failing
+            return LLMUnavailable(
+                f"No request to the LLM endpoint `{self._host()}` succeeded for {stalled:.0f} s ({seen}); "
+                f"stopped at --max-stall-seconds {s.max_stall_seconds:g}. The endpoint keeps failing: check "
+                "--base-url (an OpenAI-compatible API, usually ending in /v1) and the server's health, raise "
+                "--request-timeout if its answers are slow, or rerun later. Answers already received are "
+                "cached: rerunning resumes from them.",
+                host=self._host(),
+                stalled_seconds=round(stalled, 1),
+                seen=dict(since),
+            )
         return LLMStalled(
             f"No request to the LLM endpoint `{self._host()}` succeeded for {stalled:.0f} s ({seen}); "
             f"stopped at --max-stall-seconds {s.max_stall_seconds:g}. Lower --concurrency (now {s.concurrency})"
@@ -937,9 +1014,26 @@ class LLMWriter(TextWriter):
         e = self._e
         if e.breaker.error is not None:
             return e.breaker.error
-        msg = redact(str(getattr(exc, "message", exc)), [self._api_key])
         host = self._host()
         err: LLMError
+        if isinstance(exc, BadAnswer):
+            shown = f" ({redact(exc.detail, [self._api_key])})" if exc.detail else ""
+            err = LLMUnavailable(
+                f"A {kind.value} request to `{host}` still failed after {self.settings.max_retries} retries: the "
+                f"endpoint answered 200 with {exc.what}{shown}, not a chat completion. A proxy or gateway in "
+                "front of the model may be failing, or --base-url may not point at an OpenAI-compatible API "
+                "(it usually ends in /v1): check it, or rerun later (answers already received are cached, so a "
+                "rerun resumes).",
+                host=host,
+                fault=exc.what,
+            )
+            e.breaker.trip(err)
+            return err
+        msg = str(getattr(exc, "message", exc))
+        body = getattr(exc, "body", None)
+        if isinstance(body, str) and body.strip():  # an error body that is not JSON: a page, plain text
+            msg = f"{msg}, {excerpt(body)}"
+        msg = redact(excerpt(msg, 300), [self._api_key])
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
             err = LLMConfigError(
                 f"The LLM endpoint `{host}` refused the API key ({exc.status_code}: {msg}). Set OPENAI_API_KEY "

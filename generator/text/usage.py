@@ -27,7 +27,7 @@ COUNTERS = (
     "cached_prompt_tokens",  # tokens of the replayed answers, not billed again
     "cached_completion_tokens",
     "repairs",  # follow-up requests after a reply failed its format or content checks
-    "regenerations",  # requests for another wording after a near-duplicate
+    "regenerations",  # records asked for again in other words, as near-duplicates (the pipeline's rewrites)
     "failed",  # records that still failed after every attempt
     "filled",  # failed records filled by the offline writer (--fallback offline)
     "estimated_requests",  # dry run: first requests not in the cache
@@ -38,7 +38,8 @@ ERRORS = (
     "rate_limited",  # 429 responses
     "server_errors",  # 5xx responses
     "timeouts",
-    "connection_errors",
+    "connection_errors",  # refused, reset, or closed before the answer was whole
+    "bad_answers",  # 200s whose body is not a chat completion (cut JSON, an HTML page, an error envelope)
     "format_downgrades",  # json_schema → json_object → text
 )
 MAX_FAILURES_LISTED = 200

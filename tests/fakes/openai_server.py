@@ -8,6 +8,11 @@ request, so texts are not near-duplicates. Knobs inject faults: latency, 429 wit
 that fails the checks, near-duplicate texts, and endpoints without json_schema / json_object support. It
 counts requests (by status, by task, by response format) and returns `usage` token counts.
 
+`faults` adds what gateways and overloaded servers send (`TRANSPORT_FAULTS`): 5xx HTML pages, connections
+closed mid-answer, and 200s whose body is not a chat completion (cut JSON, an HTML page, an `{"error": ...}`
+envelope, no choices), plus slow answers. `max_faults_per_request` caps the transport faults one request
+(the same body) meets, so a test with many faults cannot fail by an unlucky run of them.
+
 Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency 0.2`.
 """
 
@@ -39,6 +44,46 @@ _WORDS_TEXT = (
     "trail union vine wool yard zest anchor beacon cliff dell eddy field gale hill isle lake mist"
 )
 WORDS = _WORDS_TEXT.split()
+# What `FakeConfig.faults` can inject, besides the legacy rate knobs:
+TRANSPORT_FAULTS = (
+    "429",  # Retry-After as the `retry_after` knob says (no header when it is None)
+    "429-bare",  # never a Retry-After header
+    "500",  # a JSON error body
+    "500-html",  # HTML error pages, as proxies and gateways send them
+    "502-html",
+    "503-html",
+    "hang",  # no answer for `hang_seconds` (a client timeout)
+    "slow",  # the answer after `slow_seconds` (within the timeout)
+    "close",  # headers and half a body, then the connection is closed
+    "cut",  # 200 with a JSON body cut in half (a consistent Content-Length)
+    "html-200",  # 200 with an HTML page (a captive portal or a gateway's login page)
+    "error-200",  # 200 with an `{"error": ...}` envelope
+    "empty-choices",  # 200 with a completion whose `choices` is empty
+)
+_HTML_TITLES = {
+    500: "500 Internal Server Error",
+    502: "502 Bad Gateway",
+    503: "503 Service Temporarily Unavailable",
+    200: "Sign in to continue",
+}
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response body sent as given; `complete=False` declares twice its length and closes mid-body."""
+
+    body: bytes
+    content_type: str = "application/json"
+    complete: bool = True
+
+
+def html_page(status: int) -> Raw:
+    title = _HTML_TITLES[status]
+    page = (
+        f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n"
+        f"<body><center><h1>{title}</h1></center><hr><center>nginx</center></body></html>\n"
+    )
+    return Raw(page.encode(), "text/html; charset=utf-8")
 
 
 @dataclass
@@ -62,6 +107,10 @@ class FakeConfig:
     # "429", "500" or "hang" each; after the script runs out the rates above apply
     require_key: str | None = None  # 401 unless `Authorization: Bearer <key>`; the message echoes the key
     seed: int = 0
+    faults: dict[str, float] = field(default_factory=dict)  # TRANSPORT_FAULTS name -> share of requests
+    max_faults_per_request: int | None = None  # then the same request body is answered (None: no cap)
+    slow_seconds: float = 0.3  # the delay of a "slow" answer (which then comes whole)
+    schema_invalid_rate: float = 0.0  # share of answers that are JSON but break the output schema
     # answers every request that gets past the faults with `agent(request) -> chat.completion body` instead of
     # writing texts (tests/fakes/agent_script.py scripts agents this way)
     agent: Any = None
@@ -75,6 +124,7 @@ class FakeStats:
     formats: Counter[str] = field(default_factory=Counter)  # response_format types seen
     keys_seen: set[str] = field(default_factory=set)
     max_tokens: list[int] = field(default_factory=list)  # per request, in arrival order
+    faults: Counter[str] = field(default_factory=Counter)  # transport faults injected, by name
     max_in_flight: int = 0
     in_flight: int = 0
     first_at: float | None = None
@@ -93,6 +143,7 @@ class FakeOpenAI:
         self.port = port
         self._lock = threading.Lock()
         self._rng = random.Random(self.config.seed)
+        self._faulted: Counter[str] = Counter()  # transport faults met, by request body digest
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -112,7 +163,7 @@ class FakeOpenAI:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
-            log_level="error",
+            log_level="critical",  # a "close" fault makes uvicorn log an error on purpose
             access_log=False,
             lifespan="off",
             interface="asgi3",
@@ -145,8 +196,12 @@ class FakeOpenAI:
             raise TypeError(f"unknown fake-server knob(s): {sorted(bad)}")
         with self._lock:
             self.config = FakeConfig(**config)
+            unknown = set(self.config.faults) - set(TRANSPORT_FAULTS)
+            if unknown:
+                raise TypeError(f"unknown fault(s): {sorted(unknown)}; known: {TRANSPORT_FAULTS}")
             self.stats = FakeStats()
             self._rng = random.Random(self.config.seed)
+            self._faulted = Counter()
 
     # -- ASGI --------------------------------------------------------------------------------------------
 
@@ -161,19 +216,21 @@ class FakeOpenAI:
                 break
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         status, extra, payload = await self.handle(scope["method"], scope["path"], headers, body)
-        raw = json.dumps(payload).encode()
+        out = payload if isinstance(payload, Raw) else Raw(json.dumps(payload).encode())
+        length = len(out.body) if out.complete else 2 * len(out.body) + 1
         await send(
             {
                 "type": "http.response.start",
                 "status": status,
                 "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(raw)).encode()),
+                    (b"content-type", out.content_type.encode()),
+                    (b"content-length", str(length).encode()),
                     *[(k.encode(), v.encode()) for k, v in extra],
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": raw})
+        # An incomplete body ends the app early: the server then closes the connection mid-answer.
+        await send({"type": "http.response.body", "body": out.body, "more_body": not out.complete})
 
     async def handle(
         self, method: str, path: str, headers: dict[str, str], body: bytes
@@ -195,6 +252,8 @@ class FakeOpenAI:
                 st.keys_seen.add(auth[len("Bearer ") :])
             roll = self._rng.random()
             forced = cfg.script.pop(0) if cfg.script else None
+            if forced is None and cfg.faults:
+                forced = self._transport_fault(cfg, body)
         status = 499  # recorded when the client goes away first
         try:
             status, extra, payload = await self._answer(st, cfg, auth, body, roll, forced)
@@ -207,11 +266,29 @@ class FakeOpenAI:
                 st.last_at = time.monotonic()
         return status, extra, payload
 
+    def _transport_fault(self, cfg: FakeConfig, body: bytes) -> str | None:
+        """A fault drawn from `cfg.faults` (called under the lock), unless this body has met its share."""
+        digest = hashlib.sha256(body).hexdigest()
+        if cfg.max_faults_per_request is not None and self._faulted[digest] >= cfg.max_faults_per_request:
+            return None
+        u = self._rng.random()
+        for name in TRANSPORT_FAULTS:
+            u -= cfg.faults.get(name, 0.0)
+            if u < 0:
+                if name != "slow":  # a slow answer is still an answer
+                    self._faulted[digest] += 1
+                self.stats.faults[name] += 1
+                return name
+        return None
+
     async def _answer(
         self, st: FakeStats, cfg: FakeConfig, auth: str, body: bytes, roll: float, forced: str | None = None
     ) -> tuple[int, list[tuple[str, str]], Any]:
         if cfg.latency:
             await asyncio.sleep(cfg.latency)
+        if forced == "slow":
+            await asyncio.sleep(cfg.slow_seconds)
+            forced = None
         if cfg.require_key is not None and auth != f"Bearer {cfg.require_key}":
             shown = auth[len("Bearer ") :] if auth.startswith("Bearer ") else "(none)"
             return 401, [], _error(f"Incorrect API key provided: {shown}.", "invalid_api_key")
@@ -237,11 +314,21 @@ class FakeOpenAI:
                 else:
                     extra.append(("retry-after", f"{cfg.retry_after:g}"))
             return 429, extra, _error("Rate limit reached for requests.", "rate_limit_exceeded")
+        if fault == "429-bare":
+            return 429, [], _error("Rate limit reached for requests.", "rate_limit_exceeded")
         if fault == "500":
             return 500, [], _error("The server had an error while processing your request.", "server_error")
+        if fault is not None and fault.endswith("-html") and fault[:3].isdigit():
+            return int(fault[:3]), [], html_page(int(fault[:3]))
         if fault == "hang":
             await asyncio.sleep(cfg.hang_seconds)
             return 500, [], _error("Hung request.", "server_error")
+        if fault == "html-200":
+            return 200, [], html_page(200)
+        if fault == "error-200":  # echoing the caller's key, as a careless gateway might
+            shown = auth[len("Bearer ") :] if auth.startswith("Bearer ") else "(none)"
+            message = f"The server is overloaded, please try again later (key {shown})."
+            return 200, [], _error(message, "server_error")
         if fmt == "json_schema" and not cfg.json_schema_supported:
             return (
                 400,
@@ -288,37 +375,41 @@ class FakeOpenAI:
             finish = "length"
         elif u < (edge := edge + cfg.refusal_rate):
             content, refusal = None, "I'm sorry, I can't help with that."
-        elif u < edge + cfg.wrong_content_rate:
+        elif u < (edge := edge + cfg.wrong_content_rate):
             content = json.dumps(_wrong(result))
+        elif u < edge + cfg.schema_invalid_rate:
+            content = json.dumps({"answer": result})  # valid JSON, not the requested shape
         elif fmt == "text":
             content = f"Here is the JSON:\n```json\n{text}\n```"
         with self._lock:
             st.tasks[task] += 1
         prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
         completion_tokens = len(content or refusal or "") // 4 + 1
-        return (
-            200,
-            [],
-            {
-                "id": f"chatcmpl-fake-{h:x}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": req.get("model", "fake-model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content, "refusal": refusal},
-                        "finish_reason": finish,
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
+        completion = {
+            "id": f"chatcmpl-fake-{h:x}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": req.get("model", "fake-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "finish_reason": finish,
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
-        )
+        }
+        if fault == "empty-choices":
+            return 200, [], {**completion, "choices": []}
+        if fault in ("cut", "close"):
+            raw = json.dumps(completion).encode()
+            return 200, [], Raw(raw[: len(raw) // 2], complete=fault == "cut")
+        return 200, [], completion
 
 
 def _error(message: str, code: str) -> dict[str, Any]:

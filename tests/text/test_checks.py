@@ -5,13 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
 from generator.text.base import TextKind, TextRequest
 from generator.text.checks import (
     check,
     check_text,
-    dedup_text,
     preserved_tokens,
     rules_for,
     states_window,
@@ -71,19 +68,24 @@ def test_knowledge_policy_must_state_every_window_in_one_sentence(
         [f"About {rules['mention'][0]}."]
         + [f"Agents may offer a {x['phrase']} within {x['days']}-day windows." for x in rules["windows"]]
     )
-    assert check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "s", "body": body}) == []
+    assert check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "The policy.", "body": body}) == []
     # The phrase and the days in different sentences do not state the window.
     split = body.replace(f"a {w['phrase']} within {w['days']}", f"a {w['phrase']}. Within {w['days']}")
-    problems = check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "s", "body": split})
+    problems = check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "The policy.", "body": split})
     assert any(w["phrase"] in p and str(w["days"]) in p for p in problems)
     wrong = body.replace(f"{w['days']}-day", f"{w['days'] + 1}-day", 1)
-    assert check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "s", "body": wrong})
+    assert check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "The policy.", "body": wrong})
 
 
 def test_states_window_forms() -> None:
     assert states_window("A full refund may be offered within 30 days of purchase.", "full refund", 30)
     assert states_window("Refunds: a Full Refund is allowed for a 30-day period.", "full refund", 30)
+    assert states_window(
+        "A full  refund within 30 calendar days.", "full refund", 30
+    )  # windows are calendar days
+    assert not states_window("A full refund within 30 business days.", "full refund", 30)
     assert not states_window("A full refund may be offered within 130 days.", "full refund", 30)
+    assert not states_window("A full refund may be offered within 1.30 days.", "full refund", 30)
     assert not states_window("A full refund may be offered. It lasts 30 days.", "full refund", 30)
 
 
@@ -143,7 +145,9 @@ def test_chat_decline_names_no_resolution(small_requests: dict, env: PromptEnv) 
     assert any("must decline" in p for p in check(TextKind.CHAT, rules, {"body": leaked}))
 
 
-def test_phrases_in_the_issue_name_are_exempt(env: PromptEnv) -> None:
+def test_a_phrase_inside_the_issue_name_is_no_offer_but_outside_it_is(env: PromptEnv) -> None:
+    """As the validators read offers (`textrules.offered`): an agent naming the issue "Loyalty points not
+    redeemed" offers nothing; "your loyalty points" elsewhere names the remedy."""
     facts = {
         "customer_first": "Ann",
         "agent": "Bo Li",
@@ -152,9 +156,14 @@ def test_phrases_in_the_issue_name_are_exempt(env: PromptEnv) -> None:
         "offer": {"remedy": "none"},
     }
     rules = rules_for(TextKind.CHAT, facts, env.phrases)
-    assert "loyalty points" not in rules["phrases"]
-    body = "Ann: My loyalty points are missing for the Nova Tee.\nBo Li (Agent): Your loyalty points case is noted."
-    assert check(TextKind.CHAT, rules, {"body": body}) == []
+    assert "loyalty points" in rules["phrases"] and rules["issue_name"] == "Loyalty points not redeemed"
+    opening = "Ann: My loyalty points are missing for the Nova Tee."  # customers may say anything
+    naming = f"{opening}\nBo Li (Agent): I see: loyalty points not redeemed. The window has passed, sorry."
+    assert check(TextKind.CHAT, rules, {"body": naming}) == []
+    offering = f"{opening}\nBo Li (Agent): Your loyalty points case is noted."
+    assert check(TextKind.CHAT, rules, {"body": offering}) == [
+        "The agent's lines must decline without naming any resolution, but it says `loyalty points`."
+    ]
 
 
 def test_email_thread_rules(small_requests: dict, env: PromptEnv) -> None:
@@ -252,21 +261,3 @@ def test_paraphrase_finds_the_answer_format_suffix_itself() -> None:
     )
     assert rules["keep"] == ["01tWs00001AbCdEFGH"]
     assert rules_for(TextKind.PARAPHRASE, {"text": "What is the return window?"}, {})["suffix"] is None
-
-
-@pytest.mark.parametrize(
-    ("kind", "result", "expected"),
-    [
-        (TextKind.CASE, {"subject": "s", "description": "d"}, "d"),
-        (TextKind.CHAT, {"body": "b"}, "b"),
-        (
-            TextKind.EMAIL_THREAD,
-            {"messages": [{"subject": "s", "body": "open"}, {"subject": "s", "body": "r"}]},
-            "r",
-        ),
-        (TextKind.PARAPHRASE, {"text": "t"}, None),
-        (TextKind.ISSUE, {"name": "n", "description": "d"}, None),
-    ],
-)
-def test_dedup_text(kind: TextKind, result: dict, expected: str | None) -> None:
-    assert dedup_text(kind, result) == expected

@@ -12,7 +12,6 @@ import pytest
 
 from generator.text.base import TextKind, TextRequest
 from generator.text.checks import check, rules_for
-from generator.text.dedup import NearDuplicates
 from generator.text.llm import (
     LLMConfigError,
     LLMSettings,
@@ -25,6 +24,7 @@ from generator.text.llm import (
     redact,
 )
 from generator.text.render import PromptEnv
+from schemas.textsim import near_duplicates
 from tests.fakes.openai_server import FakeOpenAI
 from tests.text.conftest import SENTINEL_KEY, WriterFactory, run
 
@@ -207,16 +207,21 @@ def test_records_that_keep_failing_fail_the_batch_or_are_filled(
     assert filled.usage.kinds["case"]["filled"] == 4 and filled.usage.failures[0]["filled"] is True
 
 
-def test_near_duplicates_are_rewritten(
+def test_rewrites_asked_by_the_pipeline_get_other_words(
     small_requests: Requests, llm_writer: WriterFactory, fake: FakeOpenAI, env: PromptEnv
 ) -> None:
-    fake.reset(duplicate_texts=True)  # same filler everywhere unless asked for a variation
-    writer = llm_writer(dedup_rounds=2)  # the writer's own per-batch pass (the build dedups whole objects)
+    """The pipeline finds near-duplicates over a whole object and asks again with `attempt` = n; the writer
+    renders a variation hint, so the answers differ, and counts the rewrites."""
+    fake.reset(duplicate_texts=True)  # the same filler everywhere unless asked for a variation
+    writer = llm_writer()
     reqs = some(small_requests, TextKind.PRODUCT, 10)
-    out = run(writer.write(TextKind.PRODUCT, reqs))
-    assert_verified(TextKind.PRODUCT, reqs, out, env)
-    assert writer.usage.kinds["product"]["regenerations"] >= 9
-    assert NearDuplicates(0.5).find([o["description"] for o in out]) == [None] * 10
+    first = run(writer.write(TextKind.PRODUCT, reqs))
+    assert len(near_duplicates([o["description"] for o in first])) == 45  # every pair of the ten
+    again = [TextRequest(r.kind, r.key, {**r.facts, "attempt": 1}) for r in reqs]
+    out = run(writer.write(TextKind.PRODUCT, again))
+    assert_verified(TextKind.PRODUCT, again, out, env)
+    assert near_duplicates([o["description"] for o in out]) == []
+    assert writer.usage.kinds["product"]["regenerations"] == 10 and fake.stats.requests == 20
 
 
 def test_without_json_schema_support_it_steps_down(

@@ -1,0 +1,184 @@
+"""The text rules: one definition of what a written text must be, shared by the writer and the validators.
+
+The LLM writer checks every text against these rules before it accepts (and pays for) it
+(`generator/text/checks.py`); the validators judge a bundle's texts by the same functions
+(`validators/text.py`). Both call the functions below, so a text the writer accepted cannot fail
+validation (`tests/text/test_text_rules.py` proves it over generated texts). Like `textsim.py`, this
+module sits on the bottom floor so that both floors above can import it.
+
+- `FREE_TEXT`: the written fields, and which of them hold prose (they must end like a sentence).
+- `field_problem` / `truncation`: a field's text is present, within the field's length, and not cut off
+  (an ellipsis; a dangling comma, colon, dash or bracket; an unclosed bracket; exactly the field's limit;
+  prose that does not end like a sentence).
+- `contains`: a name or snippet appears, case-insensitive, with runs of whitespace counted as one space.
+- `states_window`: one sentence names a remedy's phrase and its window: "30 days", "30-day",
+  "30 calendar days" (the windows are calendar days); "30 business days" or "130 days" do not state it.
+- `agent_lines` / `offered`: the agent's part of a chat transcript, and the remedies a text offers: a
+  remedy's canonical phrase on word boundaries, case- and whitespace-insensitive, outside any mention of the
+  case's own issue name (an agent naming the issue "Loyalty points not redeemed" offers nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+
+AGENT_SUFFIX = " (Agent)"  # a chat speaker who is an agent: "<Agent Full Name> (Agent): "
+
+
+@dataclass(frozen=True)
+class FreeText:
+    sobject: str
+    field: str
+    prose: bool  # ends like a sentence (. ! ?), optionally followed by a closing quote or bracket
+
+
+FREE_TEXT: tuple[FreeText, ...] = (
+    FreeText("Case", "Subject", prose=False),
+    FreeText("Case", "Description", prose=False),  # may end with a sign-off name
+    FreeText("EmailMessage", "Subject", prose=False),
+    FreeText("EmailMessage", "TextBody", prose=False),  # may end with a signature
+    FreeText("LiveChatTranscript", "Body", prose=True),
+    FreeText("Knowledge__kav", "Title", prose=False),
+    FreeText("Knowledge__kav", "Summary", prose=True),
+    FreeText("Knowledge__kav", "FAQ_Answer__c", prose=True),
+    FreeText("Product2", "Name", prose=False),
+    FreeText("Product2", "Description", prose=True),
+    FreeText("ProductCategory", "Description", prose=True),
+    FreeText("Issue__c", "Name", prose=False),
+    FreeText("Issue__c", "Description__c", prose=True),
+    FreeText("Pricebook2", "Description", prose=True),
+)
+_FREE_TEXT = {(f.sobject, f.field): f for f in FREE_TEXT}
+
+
+def free_text(sobject: str, field: str) -> FreeText:
+    """The declaration of a written field (KeyError for a field that is not free text)."""
+    return _FREE_TEXT[(sobject, field)]
+
+
+# -- present and whole ----------------------------------------------------------------------------------------
+
+_DANGLING = (",", ";", ":", "-", "–", "—", "(", "[", "{", "/", "&", "\\")
+_ELLIPSIS = ("...", "…")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+# Unicode's control characters (category Cc: U+0000-U+001F, U+007F-U+009F) except tab, line feed, return.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def truncation(text: str, limit: int | None, prose: bool) -> str | None:
+    """Why `text` looks cut off, or None."""
+    body = text.rstrip()
+    if limit is not None and len(text) == limit:
+        return f"it is exactly {limit} characters long, the field's limit"
+    if body.endswith(_ELLIPSIS):
+        return "it ends with an ellipsis"
+    if body.endswith(_DANGLING):
+        return f"it ends with `{body[-1]}`"
+    for opening, closing in (("(", ")"), ("[", "]")):
+        if body.count(opening) > body.count(closing):
+            return f"a `{opening}` is never closed"
+    if prose and not _SENTENCE_END.search(body):
+        tail = body[-30:].replace("\n", "\\n")
+        return f"it ends mid-sentence (`{tail}`)"
+    return None
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters of `text` other than line breaks and tabs, as U+XXXX, in order of appearance."""
+    found = dict.fromkeys(_CONTROL.findall(text))
+    return [f"U+{ord(c):04X}" for c in found]
+
+
+def field_problem(text: str, limit: int | None, prose: bool) -> str | None:
+    """Why `text` cannot be the value of a written field of at most `limit` characters, or None.
+
+    Everything the validators ask of a written field (present, within its length, not cut off), plus no
+    control characters (line breaks and tabs aside), which no writer should produce.
+    """
+    if not text.strip():
+        return "is empty"
+    if limit is not None and len(text) > limit:
+        return f"is {len(text)} characters long, more than the field's limit of {limit}; write it shorter"
+    why = truncation(text, limit, prose)
+    if why:
+        return f"looks cut off: {why}"
+    controls = control_characters(text)
+    if controls:
+        return f"contains control characters ({', '.join(controls[:5])})"
+    return None
+
+
+# -- names, snippets and policy windows -----------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def norm(text: str) -> str:
+    """Lower-case with runs of whitespace collapsed to one space, trimmed (for containment tests)."""
+    return _SPACE.sub(" ", str(text)).strip().lower()
+
+
+def contains(text: str, snippet: str) -> bool:
+    """`snippet` appears in `text`, ignoring case and how much whitespace separates words."""
+    return norm(snippet) in norm(text)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text`: split at line breaks and after . ! ? followed by whitespace."""
+    return [s for line in str(text).splitlines() for s in _SENTENCE.split(line) if s.strip()]
+
+
+@cache
+def _window(days: int) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.]){days}(?:[\s\-‐–]*calendar)?[\s\-‐–]*days?\b", re.IGNORECASE)
+
+
+def states_window(text: str, phrase: str, days: int) -> bool:
+    """True when one sentence of `text` names `phrase` and the window `days` ("30 days", "30-day",
+    "30 calendar days")."""
+    pattern = _window(int(days))
+    return any(contains(s, phrase) and pattern.search(s) for s in sentences(text))
+
+
+# -- offers ---------------------------------------------------------------------------------------------------
+
+_SPEAKER = re.compile(r"^([^:\n]{1,120}): ")
+
+
+def agent_lines(body: str) -> str:
+    """The agent's part of a chat transcript: lines spoken by `<Name> (Agent)` and their continuations.
+
+    A line starting `<speaker>: ` changes the speaker; other lines continue the last speaker's turn (lines
+    before the first speaker, such as a transcript header, belong to nobody)."""
+    out: list[str] = []
+    agent = False
+    for line in str(body).splitlines():
+        m = _SPEAKER.match(line)
+        if m:
+            agent = m.group(1).endswith(AGENT_SUFFIX)
+            line = line[m.end() :]
+        if agent:
+            out.append(line)
+    return "\n".join(out)
+
+
+@cache
+def _phrase(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(norm(phrase))}(?!\w)")
+
+
+def offered(text: str, phrases: Mapping[str, str], issue_name: str | None) -> list[str]:
+    """The remedies (keys of `phrases`, sorted) whose canonical phrase `text` uses, outside mentions of the
+    case's issue name."""
+    lowered = norm(text)
+    if issue_name and norm(issue_name):
+        lowered = lowered.replace(norm(issue_name), " ")
+    return [
+        remedy
+        for remedy, phrase in sorted(phrases.items())
+        if norm(phrase) and norm(phrase) in lowered and _phrase(phrase).search(lowered)
+    ]

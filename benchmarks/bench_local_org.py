@@ -28,6 +28,14 @@ scale 10 the serving overhead at most 2× the raw SQL time, summed over the tool
 `--profile` profiles the in-process path (LocalOrg.query/search + JSON encoding) with pyinstrument.
 Each scale also times a Bulk API 2.0 export (sf.bulk2 query) of every field of Case, CaseHistory__c and
 OrderItem, from job creation to the last CSV page.
+
+Under load, against `orgseed serve`'s server in a process of its own (so the clients do not share its GIL):
+- `--clients` (50) concurrent simple-salesforce clients (threads spread over `--client-processes`
+  processes, each with its own connection) run the tool mix for `--seconds`: throughput (calls/s), p50
+  and p99 latency, and errors (any exception; the target is 0);
+- a 1 ms lookup (`get_account_id_by_contact_id`) timed alone, then while 3 clients keep running a
+  query of about 100 ms (a LIKE per product name against OrderItem, sized to 100 ms on this machine):
+  its p50 (target under 10 ms: queries run in worker threads, SQLite releases the GIL).
 """
 
 from __future__ import annotations
@@ -40,7 +48,9 @@ import math
 import os
 import sqlite3
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +60,7 @@ from typing import Any
 
 import orjson
 import pandas as pd
+import requests
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -258,7 +269,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def bench_scale(scale: float, reps: int, variants: int, profile: bool) -> dict[str, Any]:
+def bench_scale(
+    scale: float, reps: int, variants: int, profile: bool, load: argparse.Namespace
+) -> dict[str, Any]:
     root = build(scale)
     tools = tool_queries(root, variants)
     server = LocalServer(root).start()
@@ -315,6 +328,12 @@ def bench_scale(scale: float, reps: int, variants: int, profile: bool) -> dict[s
     finally:
         server.stop()
         db.close()
+    under_load: dict[str, Any] = {}  # after the timings above, which a loaded machine would skew
+    if load.seconds > 0:
+        under_load["clients"] = concurrent_clients(
+            root, tools, load.clients, load.client_processes, load.seconds
+        )
+        under_load["lookup"] = lookup_under_load(root, tools)
     return {
         "scale": scale,
         "tools": rows_out,
@@ -324,6 +343,7 @@ def bench_scale(scale: float, reps: int, variants: int, profile: bool) -> dict[s
         "served_cpu_p50": pct(all_cpu, 0.5),
         "served_cpu_p95": pct(all_cpu, 0.95),
         "load": os.getloadavg()[0],
+        "under_load": under_load,
     }
 
 
@@ -346,6 +366,177 @@ def bulk_exports(sf: Any, org: LocalOrg) -> list[dict[str, Any]]:
             size = sum(len(page) for page in pages)
         out.append({"object": name, "records": records, "seconds": best, "mb": size / 1e6})
     return out
+
+
+# -- under load -----------------------------------------------------------------------------------------------
+
+SERVE = (
+    "import sys; from pathlib import Path; from orgs.local.serve import LocalServer; "
+    "s = LocalServer(Path(sys.argv[1]), token=sys.argv[2]); print(s.url, s.cert_path, flush=True); s.run()"
+)
+TOKEN = "bench-token"
+
+
+def serve_process(root: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """`orgseed serve`'s server for `root` in a process of its own: (process, url, certificate path)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(root), TOKEN], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    url, cert = proc.stdout.readline().split()
+    return proc, url, cert
+
+
+def client(url: str, cert: str) -> Any:
+    from simple_salesforce import Salesforce
+
+    session = requests.Session()
+    session.verify = cert
+    session.trust_env = False
+    return Salesforce(instance_url=url, session_id=TOKEN, session=session, version="59.0")
+
+
+def run_call(sf: Any, query: str) -> None:
+    if query.startswith("FIND"):
+        sf.search(query)
+    else:
+        sf.query_all(query)
+
+
+def client_process(url: str, cert: str, threads: int, seconds: float, queries: list[str], offset: int) -> Any:
+    """One process of clients: `threads` clients running `queries` round robin for `seconds`; returns
+    (latencies in ms, errors, first error)."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    start = time.perf_counter()
+
+    def worker(k: int) -> None:
+        sf = client(url, cert)
+        i = offset + k * 7
+        mine: list[float] = []
+        while time.perf_counter() - start < seconds:
+            q = queries[i % len(queries)]
+            i += 1
+            t = time.perf_counter()
+            try:
+                run_call(sf, q)
+            except Exception as exc:  # counted: the target is none
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                continue
+            mine.append((time.perf_counter() - t) * 1000)
+        with lock:
+            latencies.extend(mine)
+
+    pool = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return latencies, len(errors), errors[:1]
+
+
+def concurrent_clients(
+    root: Path, tools: list[Tool], clients: int, processes: int, seconds: float
+) -> dict[str, Any]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    queries = [q for t in tools for q in t.queries]
+    proc, url, cert = serve_process(root)
+    try:
+        run_call(client(url, cert), queries[0])  # the server is up and its caches warm
+        per = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
+        t = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=processes) as pool:
+            futures = [
+                pool.submit(client_process, url, cert, n, seconds, queries, i * 13) for i, n in enumerate(per)
+            ]
+            results = [f.result() for f in futures]
+        wall = time.perf_counter() - t
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    latencies = sorted(x for r in results for x in r[0])
+    errors = sum(r[1] for r in results)
+    first = next((r[2][0] for r in results if r[2]), "")
+    return {
+        "clients": clients,
+        "calls": len(latencies),
+        "throughput": len(latencies) / wall,
+        "p50": pct(latencies, 0.5),
+        "p99": pct(latencies, 0.99),
+        "errors": errors,
+        "first_error": first,
+        "load": os.getloadavg()[0],
+    }
+
+
+def heavy_query(terms: int) -> str:
+    return "SELECT COUNT() FROM OrderItem WHERE " + " OR ".join(
+        f"Product2.Name LIKE '%q{i}z%'" for i in range(terms)
+    )
+
+
+def lookup_under_load(
+    root: Path, tools: list[Tool], heavy_clients: int = 3, samples: int = 200
+) -> dict[str, Any]:
+    lookup = next(t for t in tools if t.name == "get_account_id_by_contact_id").queries[0]
+    proc, url, cert = serve_process(root)
+    try:
+        sf = client(url, cert)
+        # size the heavy query to about 100 ms on this machine (the URI allows up to about 300 terms)
+        terms = 40
+        for attempt in range(4):
+            heavy = heavy_query(terms)
+            heavy_ms = []
+            for _ in range(3):
+                t = time.perf_counter()
+                sf.query(heavy)
+                heavy_ms.append((time.perf_counter() - t) * 1000)
+            took = statistics.median(heavy_ms)
+            if 80 <= took <= 125 or attempt == 3:
+                break
+            terms = max(10, min(300, round(terms * 100 / took)))
+
+        def timed(n: int) -> list[float]:
+            out = []
+            for _ in range(n):
+                t = time.perf_counter()
+                sf.query(lookup)
+                out.append((time.perf_counter() - t) * 1000)
+            return sorted(out)
+
+        timed(20)
+        alone = timed(samples)
+        stop = threading.Event()
+
+        def hammer() -> None:
+            mine = client(url, cert)
+            while not stop.is_set():
+                mine.query(heavy)
+
+        threads = [threading.Thread(target=hammer) for _ in range(heavy_clients)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        loaded = timed(samples)
+        stop.set()
+        for th in threads:
+            th.join()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {
+        "heavy_terms": terms,
+        "heavy_ms": statistics.median(heavy_ms),
+        "alone_p50": pct(alone, 0.5),
+        "loaded_p50": pct(loaded, 0.5),
+        "loaded_p95": pct(loaded, 0.95),
+        "heavy_clients": heavy_clients,
+        "load": os.getloadavg()[0],
+    }
 
 
 def run_profile(org: LocalOrg, tools: list[Tool]) -> None:
@@ -404,6 +595,20 @@ def report(result: dict[str, Any]) -> None:
             f"Bulk API 2.0 export, every field of {b['object']}: {b['records']:,} records ({b['mb']:.1f} MB CSV) in "
             f"{b['seconds']:.2f} s = {b['records'] / b['seconds']:,.0f} records/s"
         )
+    c = result["under_load"].get("clients")
+    if c:
+        print(
+            f"{c['clients']} concurrent simple-salesforce clients, tool mix, {c['calls']:,} calls: "
+            f"{c['throughput']:.0f} calls/s, p50 {c['p50']:.1f} ms, p99 {c['p99']:.1f} ms, errors {c['errors']} "
+            f"(target 0){' — first: ' + c['first_error'] if c['errors'] else ''}; load average {c['load']:.1f}"
+        )
+    lk = result["under_load"].get("lookup")
+    if lk:
+        print(
+            f"1 ms lookup: p50 {lk['alone_p50']:.2f} ms alone, {lk['loaded_p50']:.2f} ms (p95 {lk['loaded_p95']:.2f}) "
+            f"while {lk['heavy_clients']} clients run a {lk['heavy_ms']:.0f} ms query ({lk['heavy_terms']} LIKE "
+            f"terms; target under 10 ms); load average {lk['load']:.1f}"
+        )
     hot = sum(r["raw_hot_p50"] for r in result["tools"])
     print(
         f"the same against the SQL timed in a hot loop (back to back, caches warm: {hot:.2f} ms): serving "
@@ -420,9 +625,14 @@ def main() -> None:
     parser.add_argument("--variants", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path, help="Also write the figures to this file.")
+    parser.add_argument("--clients", type=int, default=50, help="Concurrent clients of the load test.")
+    parser.add_argument("--client-processes", type=int, default=5, help="Processes the clients run in.")
+    parser.add_argument(
+        "--seconds", type=float, default=15.0, help="Length of the load test (0: no load tests)."
+    )
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, today {date.today()}")
-    results = [bench_scale(s, args.reps, args.variants, args.profile) for s in args.scales]
+    results = [bench_scale(s, args.reps, args.variants, args.profile, args) for s in args.scales]
     for r in results:
         report(r)
     if args.json:

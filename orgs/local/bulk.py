@@ -22,11 +22,11 @@ located message, as are malformed queries (the same errors `/query` answers).
 
 from __future__ import annotations
 
-import csv
-import io
+import re
 import secrets
 import string
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,11 +42,8 @@ from orgs.local.soql.plan import ChildOut, FieldOut, ParentOut, Plan, RecordShap
 
 JOB_PREFIX = "750"
 ADMIN_USER_ID = "005000000000001AAA"
-# jobs keep their result rows in memory; the oldest are forgotten beyond this many jobs or rows in all
-# (the newest job is always kept)
-MAX_JOBS = 100
-MAX_ROWS = 2_000_000
 DEFAULT_MAX_RECORDS = 50_000
+_MAX_RECORDS = re.compile(r"[0-9]{1,9}")
 DELIMITERS = {"COMMA": ",", "TAB": "\t", "PIPE": "|", "SEMICOLON": ";", "CARET": "^", "BACKQUOTE": "`"}
 LINE_ENDINGS = {"LF": "\n", "CRLF": "\r\n"}
 OPERATIONS = ("query", "queryAll")
@@ -63,6 +60,9 @@ def _job_error(message: str) -> OrgApiError:
 
 @dataclass
 class QueryJob:
+    """A query job and its results: the CSV header line and one encoded CSV line per record (in the job's
+    delimiter and line ending), so a page is a join and the memory held is what `size` says."""
+
     id: str
     operation: str
     sobject: str
@@ -71,10 +71,12 @@ class QueryJob:
     line_ending: str
     api_version: str
     created: str
-    header: list[str]
-    rows: list[list[str]]
+    header: bytes
+    lines: list[bytes]
+    size: int
     state: str = "JobComplete"
     locators: dict[str, int] = field(default_factory=dict)
+    touched: float = field(default_factory=time.monotonic)
 
     def info(self, state: str | None = None) -> dict[str, Any]:
         return {
@@ -91,7 +93,7 @@ class QueryJob:
             "jobType": "V2Query",
             "lineEnding": self.line_ending,
             "columnDelimiter": self.column_delimiter,
-            "numberRecordsProcessed": len(self.rows),
+            "numberRecordsProcessed": len(self.lines),
             "retries": 0,
             "totalProcessingTime": 0,
             "isPkChunkingSupported": False,
@@ -114,11 +116,33 @@ def _datetime(value: Any) -> str:
     return "" if value is None else str(value).replace("+0000", "Z")
 
 
+def _csv_line(cells: list[str], delimiter: str, line_ending: str) -> bytes:
+    """One CSV line with every value quoted (quotes inside doubled), as csv.QUOTE_ALL writes it."""
+    return (delimiter.join('"' + cell.replace('"', '""') + '"' for cell in cells) + line_ending).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def _choice(body: dict[str, Any], key: str, allowed: dict[str, str] | tuple[str, ...], default: str) -> str:
+    value = body.get(key, default)
+    if not isinstance(value, str) or value not in allowed:
+        raise _job_error(f"{key} must be one of {', '.join(allowed)} (got {_shown(value)}).")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class BulkQueries:
-    """The query jobs of one local org, in memory: the most recent `MAX_JOBS`, within `MAX_ROWS` rows."""
+    """The query jobs of one local org, in memory, with their results: forgotten when deleted, unread for
+    `limits.bulk_ttl` seconds, or (the oldest first) beyond `limits.max_bulk_jobs` jobs or
+    `limits.max_bulk_bytes` of results (the newest job is always kept)."""
 
     def __init__(self, org: LocalOrg) -> None:
         self.org = org
+        self.limits = org.serve_limits
         self._jobs: OrderedDict[str, QueryJob] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -128,24 +152,22 @@ class BulkQueries:
         if not isinstance(body, dict):
             raise _job_error("The request body must be a JSON object with operation and query.")
         operation = body.get("operation")
-        if operation not in OPERATIONS:
+        if not isinstance(operation, str) or operation not in OPERATIONS:
             raise _job_error(
-                f"operation must be one of {', '.join(OPERATIONS)} for a query job (got {operation!r}); "
+                f"operation must be one of {', '.join(OPERATIONS)} for a query job (got {_shown(operation)}); "
                 "ingest jobs go to jobs/ingest."
             )
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise _job_error("A query job needs a SOQL query in the query property.")
-        delimiter = body.get("columnDelimiter", "COMMA")
-        if delimiter not in DELIMITERS:
-            raise _job_error(f"columnDelimiter must be one of {', '.join(DELIMITERS)} (got {delimiter!r}).")
-        line_ending = body.get("lineEnding", "LF")
-        if line_ending not in LINE_ENDINGS:
-            raise _job_error(f"lineEnding must be LF or CRLF (got {line_ending!r}).")
+            raise _job_error("A query job needs a SOQL query (a string) in the query property.")
+        delimiter = _choice(body, "columnDelimiter", DELIMITERS, "COMMA")
+        line_ending = _choice(body, "lineEnding", LINE_ENDINGS, "LF")
         plan = self.check(query)
         assert plan.shape is not None
         header, cells = self.columns(plan.shape)
-        rows = self.org.store.connection().execute(plan.sql, plan.params).fetchall()
+        rows = self.org.execute(plan.sql, plan.params)
+        sep, end = DELIMITERS[delimiter], LINE_ENDINGS[line_ending]
+        lines = [_csv_line([cell(row[col]) for col, cell in cells], sep, end) for row in rows]
         job = QueryJob(
             id=to18(JOB_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))),
             operation=operation,
@@ -155,16 +177,30 @@ class BulkQueries:
             line_ending=line_ending,
             api_version=version,
             created=_now(),
-            header=header,
-            rows=[[cell(row[col]) for col, cell in cells] for row in rows],
+            header=_csv_line(header, sep, end),
+            lines=lines,
+            size=sum(map(len, lines)) + 40 * len(lines),  # the bytes and each bytes object's own
         )
         with self._lock:
+            self._expire()
             self._jobs[job.id] = job
-            held = sum(len(j.rows) for j in self._jobs.values())
-            while len(self._jobs) > 1 and (len(self._jobs) > MAX_JOBS or held > MAX_ROWS):
+            held = sum(j.size for j in self._jobs.values())
+            while len(self._jobs) > 1 and (
+                len(self._jobs) > self.limits.max_bulk_jobs or held > self.limits.max_bulk_bytes
+            ):
                 _, old = self._jobs.popitem(last=False)
-                held -= len(old.rows)
+                held -= old.size
         return job.info(state="UploadComplete")
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, j in self._jobs.items() if now - j.touched > self.limits.bulk_ttl]:
+            del self._jobs[key]
+
+    def held(self) -> tuple[int, int]:
+        """How many jobs are held, and the bytes of their results."""
+        with self._lock:
+            return len(self._jobs), sum(j.size for j in self._jobs.values())
 
     def check(self, query: str) -> Plan:
         """The query's plan, once the query is one Bulk API 2.0 runs (errors as `/query` answers them)."""
@@ -215,11 +251,17 @@ class BulkQueries:
 
     def job(self, job_id: str) -> QueryJob:
         with self._lock:
+            self._expire()
             found = self._jobs.get(job_id)
+            if found is not None:
+                found.touched = time.monotonic()
         if found is None:
+            limits = self.limits
             raise NotFound(
-                f"Query job {job_id} does not exist (never created, deleted, or forgotten among the oldest "
-                f"jobs beyond {MAX_JOBS} jobs or {MAX_ROWS:,} rows); create it again with POST jobs/query."
+                f"Query job {job_id} does not exist (never created, deleted, unread for "
+                f"{limits.bulk_ttl / 60:g} minutes, or forgotten among the oldest jobs beyond "
+                f"{limits.max_bulk_jobs} jobs or {limits.max_bulk_bytes / 2**20:g} MB of results); create it "
+                "again with POST jobs/query."
             )
         return found
 
@@ -241,7 +283,7 @@ class BulkQueries:
                 error_code="INVALIDJOBSTATE",
             )
         raise OrgApiError(
-            f"Query job {job.id} is already complete ({len(job.rows)} records) and cannot be aborted; "
+            f"Query job {job.id} is already complete ({len(job.lines)} records) and cannot be aborted; "
             "delete it instead.",
             error_code="INVALIDJOBSTATE",
         )
@@ -267,8 +309,10 @@ class BulkQueries:
             )
         size = DEFAULT_MAX_RECORDS
         if max_records is not None:
-            if not max_records.isdigit() or int(max_records) < 1:
-                raise _job_error(f"maxRecords must be a positive whole number (got {max_records!r}).")
+            if not _MAX_RECORDS.fullmatch(max_records) or int(max_records) < 1:
+                raise _job_error(
+                    f"maxRecords must be a whole number from 1 to 999,999,999 (got {_shown(max_records)})."
+                )
             size = int(max_records)
         start = 0
         if locator:
@@ -276,25 +320,16 @@ class BulkQueries:
                 found = job.locators.get(locator)
             if found is None:
                 raise OrgApiError(
-                    f"Invalid locator {locator!r} for query job {job_id}: pass the Sforce-Locator header of "
-                    "the previous results page, or no locator for the first page.",
+                    f"Invalid locator {_shown(locator)} for query job {job_id}: pass the Sforce-Locator header "
+                    "of the previous results page, or no locator for the first page.",
                     error_code="INVALID_QUERY_LOCATOR",
                 )
             start = found
-        page = job.rows[start : start + size]
-        buffer = io.StringIO()
-        writer = csv.writer(
-            buffer,
-            delimiter=DELIMITERS[job.column_delimiter],
-            lineterminator=LINE_ENDINGS[job.line_ending],
-            quoting=csv.QUOTE_ALL,
-        )
-        writer.writerow(job.header)
-        writer.writerows(page)
+        page = job.lines[start : start + size]
         nxt = start + size
         next_locator = "null"
-        if nxt < len(job.rows):
+        if nxt < len(job.lines):
             next_locator = "".join(secrets.choice(_ALPHABET) for _ in range(12))
             with self._lock:
                 job.locators[next_locator] = nxt
-        return buffer.getvalue().encode("utf-8"), len(page), next_locator
+        return job.header + b"".join(page), len(page), next_locator

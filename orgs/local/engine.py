@@ -1,7 +1,7 @@
 """The local org: a bundle's store answering SOQL, SOSL, describe and record reads, in REST shapes.
 
-`LocalOrg` knows nothing about HTTP; `api.py` maps requests onto it (and a Bulk API 2.0 router could be
-added beside the REST one, reusing `LocalOrg.run_soql`). Results are built in the exact JSON shapes
+`LocalOrg` knows nothing about HTTP; `api.py` maps requests onto it (`bulk.py` reuses `LocalOrg.plan` and
+`LocalOrg.store` for Bulk API 2.0 query jobs). Results are built in the exact JSON shapes
 Salesforce returns: `attributes {type, url}`, nested parent records (or null), nested child query
 results (or null), `AggregateResult` rows with `expr0...` keys, and query locators for paging.
 """
@@ -9,13 +9,13 @@ results (or null), `AggregateResult` rows with `expr0...` keys, and query locato
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 import string
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -23,9 +23,11 @@ from typing import Any
 
 from orgs.bundle import Bundle
 from orgs.local.errors import NotFound, OrgApiError
+from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
+from orgs.local.records import Builders, ChildRows
 from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
-from orgs.local.soql.plan import ChildOut, FieldOut, Out, ParentOut, RecordShape
+from orgs.local.soql.plan import ChildOut, RecordShape
 from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
 from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
 from orgs.local.store import Store
@@ -35,18 +37,54 @@ API_VERSION = "59.0"
 PAGE_SIZE = 2000
 MIN_BATCH = 200
 PLAN_CACHE = 512
-MAX_CURSORS = 64
-CURSOR_TTL = 15 * 60.0
+PLAN_CACHE_MAX_TEXT = 16_384  # longer statements are compiled every time (a REST URI cannot be longer)
 _ALPHABET = string.ascii_letters + string.digits
+_LOCATOR_OFFSET = re.compile(r"[0-9]{1,10}")
+Row = tuple[Any, ...]
+
+# SQLite's refusals of statements too large for it: the query is too complicated (Salesforce's code for a
+# statement it cannot run as written)
+_TOO_COMPLICATED = (
+    "expression tree is too large",
+    "too many sql variables",
+    "parser stack overflow",
+    "too many terms in compound select",
+    "like or glob pattern too complex",
+    "string or blob too big",
+    "too many columns",
+    "too many fts5 columns",
+)
+
+
+def _estimated_bytes(rows: list[Row]) -> int:
+    """About how much memory `rows` hold (measured on up to 200 rows spread over them)."""
+    if not rows:
+        return 0
+    step = max(1, len(rows) // 200)
+    sample = rows[::step]
+    per_row = sum(
+        64 + 8 * len(r) + sum(49 + len(v) if isinstance(v, str) else 24 for v in r) for r in sample
+    ) / len(sample)
+    return int(per_row * len(rows))
 
 
 @dataclass
 class Cursor:
     plan: Plan
-    rows: list[tuple[Any, ...]]
+    rows: list[Row]
     batch: int
     endpoint: str  # query | queryAll
     touched: float = field(default_factory=time.monotonic)
+    size: int = 0  # estimated bytes held
+
+
+class QueryTimeout(OrgApiError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"Your query request was running for too long (stopped after {seconds:g} s). Select fewer "
+            "records (a narrower WHERE, a LIMIT) or use Bulk API 2.0.",
+            error_code="QUERY_TIMEOUT",
+        )
 
 
 def default_today(bundle: Bundle, manifest: dict[str, Any] | None = None) -> tuple[date, str]:
@@ -101,7 +139,9 @@ class LocalOrg:
         today: date | None = None,
         model: OrgModel | None = None,
         rebuild: bool = False,
+        limits: ServeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.serve_limits = limits
         self.bundle = Bundle(root)
         self.manifest = self.bundle.read_manifest()
         self.store = Store.open(self.bundle.root, model, rebuild=rebuild)
@@ -114,7 +154,7 @@ class LocalOrg:
         self._plans: OrderedDict[str, Plan | SearchPlan] = OrderedDict()
         self._cursors: OrderedDict[str, Cursor] = OrderedDict()
         self._lock = threading.Lock()
-        self.requests = 0
+        self.builders = Builders()
 
     # -- SOQL ---------------------------------------------------------------------------------------------
 
@@ -125,17 +165,44 @@ class LocalOrg:
                 self._plans.move_to_end(soql)
                 return found
         plan = compile_soql(soql, self.model, self.today)
-        with self._lock:
-            self._plans[soql] = plan
-            if len(self._plans) > PLAN_CACHE:
-                self._plans.popitem(last=False)
+        if len(soql) <= PLAN_CACHE_MAX_TEXT:
+            with self._lock:
+                self._plans[soql] = plan
+                if len(self._plans) > PLAN_CACHE:
+                    self._plans.popitem(last=False)
         return plan
 
-    def run_soql(self, soql: str) -> tuple[Plan, list[tuple[Any, ...]]]:
+    def run_soql(self, soql: str) -> tuple[Plan, list[Row]]:
         """Compile and run a query: its plan and all its SQL rows (for REST paging, Bulk, ground truth)."""
         plan = self.plan(soql)
-        rows = self.store.connection().execute(plan.sql, plan.params).fetchall()
-        return plan, rows
+        return plan, self.execute(plan.sql, plan.params)
+
+    def execute(
+        self, sql: str, params: dict[str, Any], limit: int | None = None, search: bool = False
+    ) -> list[Row]:
+        """Run compiled SQL on this thread's connection: all its rows (or the first `limit`), stopped after
+        the query time-out (QUERY_TIMEOUT); statements SQLite cannot run as written are
+        QUERY_TOO_COMPLICATED."""
+        conn = self.store.connection()
+        try:
+            with self.store.deadline(self.serve_limits.query_timeout):
+                cursor = conn.execute(sql, params)
+                return cursor.fetchall() if limit is None else cursor.fetchmany(limit)
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if text == "interrupted":
+                raise QueryTimeout(self.serve_limits.query_timeout) from exc
+            if any(marker in text for marker in _TOO_COMPLICATED):
+                raise OrgApiError(
+                    "Query is either selecting too many fields or the filter conditions are very "
+                    f"complicated ({exc}). Split it into simpler queries.",
+                    error_code="QUERY_TOO_COMPLICATED",
+                ) from exc
+            if search and text.startswith("fts5:"):
+                raise OrgApiError(
+                    f"The search query cannot be run ({exc}); simplify it.", error_code="MALFORMED_SEARCH"
+                ) from exc
+            raise
 
     def query(
         self,
@@ -170,7 +237,13 @@ class LocalOrg:
             if cursor is not None:
                 cursor.touched = now
                 self._cursors.move_to_end(cursor_id)
-        if cursor is None or not offset_text.isdigit() or int(offset_text) >= len(cursor.rows):
+        if (
+            cursor is None
+            or not _LOCATOR_OFFSET.fullmatch(offset_text)
+            or int(offset_text) >= len(cursor.rows)
+        ):
+            # Salesforce's words, whether the cursor never was, is finished, or was forgotten (unused for
+            # limits.cursor_ttl, or the oldest beyond limits.max_cursors / max_cursor_bytes)
             raise OrgApiError("invalid query locator", error_code="INVALID_QUERY_LOCATOR")
         return self.page(cursor, int(offset_text), version, cursor_id)
 
@@ -184,10 +257,8 @@ class LocalOrg:
         if nxt < len(rows):
             if cursor_id is None:
                 cursor_id = "01g" + "".join(secrets.choice(_ALPHABET) for _ in range(15))
-                with self._lock:
-                    self._cursors[cursor_id] = cursor
-                    while len(self._cursors) > MAX_CURSORS:
-                        self._cursors.popitem(last=False)
+                cursor.size = _estimated_bytes(rows)
+                self._keep(cursor_id, cursor)
             result["done"] = False
             result["nextRecordsUrl"] = f"/services/data/v{version}/{cursor.endpoint}/{cursor_id}-{nxt}"
         elif cursor_id is not None:
@@ -196,10 +267,29 @@ class LocalOrg:
         result["records"] = records
         return result
 
+    def _keep(self, cursor_id: str, cursor: Cursor) -> None:
+        """Hold a cursor; forget the stale ones, then the oldest beyond the count and byte budgets (the new
+        one is kept even alone over the byte budget: its next page is asked for right away)."""
+        limits = self.serve_limits
+        with self._lock:
+            self._expire(time.monotonic())
+            self._cursors[cursor_id] = cursor
+            held = sum(c.size for c in self._cursors.values())
+            while len(self._cursors) > 1 and (
+                len(self._cursors) > limits.max_cursors or held > limits.max_cursor_bytes
+            ):
+                _, old = self._cursors.popitem(last=False)
+                held -= old.size
+
     def _expire(self, now: float) -> None:
-        stale = [k for k, c in self._cursors.items() if now - c.touched > CURSOR_TTL]
+        stale = [k for k, c in self._cursors.items() if now - c.touched > self.serve_limits.cursor_ttl]
         for k in stale:
             del self._cursors[k]
+
+    def open_cursors(self) -> tuple[int, int]:
+        """How many query cursors are held, and their estimated bytes."""
+        with self._lock:
+            return len(self._cursors), sum(c.size for c in self._cursors.values())
 
     # -- SOSL ---------------------------------------------------------------------------------------------
 
@@ -210,10 +300,11 @@ class LocalOrg:
         if isinstance(found, SearchPlan):
             return found
         plan = compile_sosl(sosl, self.model, self.today)
-        with self._lock:
-            self._plans[key] = plan
-            if len(self._plans) > PLAN_CACHE:
-                self._plans.popitem(last=False)
+        if len(sosl) <= PLAN_CACHE_MAX_TEXT:
+            with self._lock:
+                self._plans[key] = plan
+                if len(self._plans) > PLAN_CACHE:
+                    self._plans.popitem(last=False)
         return plan
 
     def search(self, sosl: str, version: str = API_VERSION) -> dict[str, Any]:
@@ -231,7 +322,7 @@ class LocalOrg:
                 break
             if obj.matcher is not None:
                 register_matcher(conn, obj.matcher)
-            rows = conn.execute(obj.sql, obj.params).fetchmany(left)
+            rows = self.execute(obj.sql, obj.params, limit=left, search=True)
             left -= len(rows)
             out.extend(self.shape(rows, obj.shape, version))
         return {"searchRecords": out}
@@ -258,11 +349,10 @@ class LocalOrg:
                 ids = ids or json.dumps([r[shape.id_col] for r in rows])
                 groups: dict[str, list[tuple[Any, ...]]] = {}
                 params = {**it.plan.params, "parent_ids": ids}
-                for crow in self.store.connection().execute(it.plan.sql, params):
+                for crow in self.execute(it.plan.sql, params):
                     groups.setdefault(str(crow[it.plan.fk_col]).lower(), []).append(crow)
-                children[it.key] = ChildRows(groups, _record_builder(it.plan.shape, base, {}))
-        build = _record_builder(shape, base, children)
-        return [build(row) for row in rows]
+                children[it.key] = ChildRows(groups, self.builders.get(it.plan.shape, base, {}))
+        return self.builders.get(shape, base, children).many(rows)
 
     # -- records ------------------------------------------------------------------------------------------
 
@@ -356,93 +446,3 @@ class LocalOrg:
 
     def close(self) -> None:
         self.store.close()
-
-
-@dataclass
-class ChildRows:
-    """A page's children of one subquery, by lower-cased parent id, and how to shape them."""
-
-    groups: dict[str, list[tuple[Any, ...]]]
-    build: Callable[[tuple[Any, ...]], dict[str, Any]]
-
-
-_FACTORIES: OrderedDict[
-    tuple[int, str], tuple[RecordShape, Callable[..., Any], list[tuple[str, int | None]]]
-] = OrderedDict()
-_FACTORIES_LOCK = threading.Lock()
-
-
-def _record_builder(
-    shape: RecordShape, base: str, children: dict[str, ChildRows]
-) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    """A function turning one SQL row into a record: `attributes`, then the selected items in order."""
-    key = (id(shape), base)
-    with _FACTORIES_LOCK:
-        hit = _FACTORIES.get(key)
-    if hit is None or hit[0] is not shape:
-        factory, child_specs = _make_factory(shape, base)
-        with _FACTORIES_LOCK:
-            _FACTORIES[key] = (shape, factory, child_specs)
-            while len(_FACTORIES) > 2 * PLAN_CACHE:
-                _FACTORIES.popitem(last=False)
-    else:
-        _, factory, child_specs = hit
-    build: Callable[[tuple[Any, ...]], dict[str, Any]] = factory(
-        *[_child_result(children.get(name), limit) for name, limit in child_specs]
-    )
-    return build
-
-
-def _make_factory(shape: RecordShape, base: str) -> tuple[Callable[..., Any], list[tuple[str, int | None]]]:
-    """Generate `factory(children...) -> build(row) -> record`, one dict display per shape.
-
-    A generated dict display is about ten times faster than assembling each record field by field, and
-    records are the hot path of every query. Everything spliced into the source comes from the org model
-    or the plan (object and field names as repr() literals, column numbers); values are only ever read
-    from the row at run time.
-    """
-    namespace: dict[str, Any] = {}
-    child_specs: list[tuple[str, int | None]] = []
-
-    def prefix(sobject: str) -> str:
-        name = f"P{len(namespace)}"
-        namespace[name] = base + sobject + "/"
-        return name
-
-    def record(items: tuple[Out, ...], sobject: str, id_col: int) -> str:
-        parts = [f'"attributes": {{"type": {sobject!r}, "url": {prefix(sobject)} + r[{id_col}]}}']
-        for it in items:
-            if isinstance(it, FieldOut):
-                value = f"r[{it.col}]"
-                if it.boolean:
-                    value = f"(None if r[{it.col}] is None else r[{it.col}] != 0)"
-                parts.append(f"{it.key!r}: {value}")
-            elif isinstance(it, ParentOut):
-                inner = record(it.items, it.sobject, it.id_col)
-                parts.append(f"{it.key!r}: (None if r[{it.id_col}] is None else {inner})")
-            else:
-                parts.append(f"{it.key!r}: C{len(child_specs)}(r[{id_col}])")
-                child_specs.append((it.key, it.plan.limit))
-        return "{" + ", ".join(parts) + "}"
-
-    body = record(shape.items, shape.sobject, shape.id_col)
-    args = ", ".join(f"C{i}" for i in range(len(child_specs)))
-    source = f"def factory({args}):\n    def build(r):\n        return {body}\n    return build\n"
-    exec(compile(source, f"<record builder {shape.sobject}>", "exec"), namespace)
-    return namespace["factory"], child_specs
-
-
-def _child_result(found: ChildRows | None, limit: int | None) -> Callable[[Any], dict[str, Any] | None]:
-    """The nested query result of one parent's children (None when it has none)."""
-
-    def child(parent_id: Any) -> dict[str, Any] | None:
-        rows = found.groups.get(str(parent_id).lower()) if found else None
-        if not rows:
-            return None
-        if limit is not None:
-            rows = rows[:limit]
-        assert found is not None
-        records = [found.build(r) for r in rows]
-        return {"totalSize": len(records), "done": True, "records": records}
-
-    return child

@@ -14,18 +14,29 @@ ERROR at Row:<line>:Column:<column>
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
+
+import orjson
 
 from schemas.errors import Terminal
 
 WINDOW = 60  # characters shown either side of the error in long query lines
 
 
+JSON_TYPE = "application/json;charset=UTF-8"
+XML_TYPE = "text/xml;charset=UTF-8"
+SOAP_PREFIX = "/services/Soap/"
+
+
 class OrgApiError(Terminal):
-    """An error the local org answers with: HTTP status + Salesforce errorCode + message."""
+    """An error the local org answers with: HTTP status + Salesforce errorCode + message.
+
+    `close_connection`: the connection is closed after the answer (the request was not read whole)."""
 
     status = 400
     default_code = "BAD_REQUEST"
+    close_connection = False
 
     def __init__(
         self, message: str, *, error_code: str | None = None, status: int | None = None, **fields: Any
@@ -38,6 +49,30 @@ class OrgApiError(Terminal):
 
     def to_json(self) -> list[dict[str, Any]]:
         return [{"message": self.message, "errorCode": self.error_code}]
+
+
+_SOAP_FAULT = (
+    '<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope '
+    'xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:sf="urn:fault.partner.soap.sforce.com" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body><soapenv:Fault>'
+    "<faultcode>{code}</faultcode><faultstring>{code}: {message}</faultstring><detail>"
+    '<sf:LoginFault xsi:type="sf:LoginFault"><sf:exceptionCode>{code}</sf:exceptionCode>'
+    "<sf:exceptionMessage>{message}</sf:exceptionMessage></sf:LoginFault></detail></soapenv:Fault>"
+    "</soapenv:Body></soapenv:Envelope>"
+)
+
+
+def error_body(exc: OrgApiError, path: str) -> tuple[bytes, str]:
+    """The body and media type of an error answer: a SOAP fault on the SOAP routes, Salesforce's JSON
+    error list everywhere else. (Every error the local org answers is rendered here.)"""
+    if path.startswith(SOAP_PREFIX):
+        text = _SOAP_FAULT.format(code=escape(exc.error_code), message=escape(exc.message))
+        return text.encode("utf-8", "surrogatepass"), XML_TYPE
+    try:
+        return orjson.dumps(exc.to_json()), JSON_TYPE
+    except orjson.JSONEncodeError:  # text that is not UTF-8 (a lone surrogate) echoed in the message
+        clean = exc.message.encode("utf-8", "replace").decode("utf-8")
+        return orjson.dumps([{"message": clean, "errorCode": exc.error_code}]), JSON_TYPE
 
 
 class NotFound(OrgApiError):
@@ -106,12 +141,3 @@ class QueryError(OrgApiError):
         self.col = col
         self.offset = offset
         self.snippet = snippet
-
-    def recoded(self, error_code: str) -> QueryError:
-        """The same error under another Salesforce code (SOSL reuses the SOQL stages)."""
-        other = type(self).__new__(type(self))
-        other.__dict__.update(self.__dict__)
-        Exception.__init__(other, self.message)
-        other.error_code = error_code
-        other.fields = {**self.fields, "error_code": error_code}
-        return other

@@ -13,7 +13,6 @@ DNS:localhost, basicConstraints CA:true.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import datetime as dt
@@ -27,10 +26,12 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from orgs.local.api import Access, create_app
+from orgs.local.connections import Connections, guarded_protocol
 from orgs.local.engine import API_VERSION, LocalOrg
+from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
 from schemas.errors import UsageError
 
 TLS_DIR = "tls"
@@ -159,23 +160,40 @@ class LocalServer:
         username: str = "admin@orgseed.local",
         password: str | None = None,
         org: LocalOrg | None = None,
+        limits: ServeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.host = check_host(host)
         if not 0 <= port <= 65535:
             raise UsageError(f"--port must be between 0 (a free port) and 65535 (got {port}).")
         self.root = Path(bundle)
-        self._owns_org = org is None
-        self.org = org or LocalOrg(self.root, today=today)
+        self.limits = limits
         self.token = token or secrets.token_urlsafe(24)
         if any(c in self.token for c in "&<> \t\r\n"):
             raise UsageError("--token must not contain spaces or the characters & < >.")
         self.access = Access(self.token, username, password)
+        owned = org is None
+        first = org or LocalOrg(self.root, today=today, limits=limits)
         self.tls = tls
-        self.certificate = ensure_certificate(self.root) if tls else None
-        self.sock = _bind(self.host, port)
+        try:
+            self.certificate = ensure_certificate(self.root) if tls else None
+            self.sock = _bind(self.host, port)
+        except BaseException:
+            if owned:
+                first.close()
+            raise
+        self.connections = Connections()
+        self.app = create_app(
+            first, self.access, limits, today=today, owned=owned, connections=self.connections
+        )
         self.port: int = self.sock.getsockname()[1]
         self._server: Any = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def org(self) -> LocalOrg:
+        """The org served now (a new one after the bundle changed on disk: served.py)."""
+        org: LocalOrg = self.app.state.org.org
+        return org
 
     @property
     def url(self) -> str:
@@ -194,7 +212,7 @@ class LocalServer:
         import uvicorn
 
         config = uvicorn.Config(
-            create_app(self.org, self.access),
+            self.app,
             log_config=None,
             log_level="warning",
             access_log=False,
@@ -202,14 +220,15 @@ class LocalServer:
             # C event loop and HTTP parser when available (served p50 at scale 10: 2.3 -> 1.4 ms, measured);
             # the pure-Python ones otherwise (e.g. Windows has no uvloop).
             loop="uvloop" if _has("uvloop") else "asyncio",
-            http=_coalescing_http_protocol() if _has("httptools") else "h11",
+            # uvicorn's HTTP protocol, with a time-out and a size limit on request heads (connections.py)
+            http=guarded_protocol("httptools" if _has("httptools") else "h11", self.limits, self.connections),
             ssl_certfile=str(self.certificate.cert) if self.certificate else None,
             ssl_keyfile=str(self.certificate.key) if self.certificate else None,
             # loopback only: there is no proxy whose X-Forwarded-* headers to trust, and no reason to
             # advertise the server; both save per-request work
             proxy_headers=False,
             server_header=False,
-            timeout_keep_alive=75,
+            timeout_keep_alive=self.limits.keep_alive_timeout,
             # clients keep connections alive; don't let them hold a shutdown for long
             timeout_graceful_shutdown=2,
         )
@@ -254,8 +273,7 @@ class LocalServer:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
-        if self._owns_org:
-            self.org.close()
+        self.app.state.org.close()  # and the org, when this server opened it
 
     def __enter__(self) -> LocalServer:
         return self.start()
@@ -309,64 +327,6 @@ class LocalServer:
                 f"version='{API_VERSION}')",
             ]
         return "\n".join(lines)
-
-
-class _CoalescingTransport:
-    """A transport whose writes made in one event-loop step go out as one write.
-
-    uvicorn writes a response's status line and headers, then its body, as two writes; over TLS each is a
-    record, an encryption and a send() of its own. Buffering them until the step ends sends one: 25-33 µs
-    less server CPU per call out of 250-300 µs for a one-row query (three A/B runs in one process on the
-    2-core benchmark machine). Everything else is the wrapped transport's; `close()` sends what is
-    pending first.
-    """
-
-    __slots__ = ("_loop", "_pending", "_transport")
-
-    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._pending: list[bytes] = []
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._pending:
-            self._loop.call_soon(self._flush)
-        self._pending.append(bytes(data))
-
-    def writelines(self, chunks: Any) -> None:
-        for chunk in chunks:
-            self.write(chunk)
-
-    def _flush(self) -> None:
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            if not self._transport.is_closing():
-                self._transport.write(data)
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def abort(self) -> None:
-        self._pending.clear()
-        self._transport.abort()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-def _coalescing_http_protocol() -> type:
-    """uvicorn's httptools protocol, writing through a `_CoalescingTransport` (uvicorn.Config takes a
-    protocol class for `http`)."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class CoalescingHttpToolsProtocol(HttpToolsProtocol):
-        def connection_made(self, transport: Any) -> None:
-            wrapped = _CoalescingTransport(transport, asyncio.get_running_loop())
-            super().connection_made(cast(asyncio.Transport, wrapped))
-
-    return CoalescingHttpToolsProtocol
 
 
 def _bind(host: str, port: int) -> socket.socket:

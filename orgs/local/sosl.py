@@ -24,11 +24,12 @@ from typing import Any
 from orgs.local.errors import QueryError
 from orgs.local.soql import ast
 from orgs.local.soql.errors import SoqlError
+from orgs.local.soql.limits import MAX_SEARCH_CHARS, MAX_SEARCH_NESTING, SEARCH_OPERATORS_CHARS
 from orgs.local.soql.parser import CLAUSE_WORDS, Parser
 from orgs.local.soql.plan import RecordShape
 from orgs.local.soql.scope import Scope, quote, resolve_object
 from orgs.local.soql.to_sql import MAX_OFFSET, Compiler
-from orgs.local.soql.tokens import T, tokenize
+from orgs.local.soql.tokens import T, check_length, tokenize
 from orgs.local.store import fts_table, searchable_fields
 from orgs.local.text import search_tokens
 from schemas.model import FieldSpec, ObjectSpec, OrgModel
@@ -62,25 +63,55 @@ class Term:
 
 
 @dataclass
-class BinOp:
+class Group:
+    """Terms joined by one operator: OR (any), AND (all), AND NOT (the first and none of the others)."""
+
     op: str  # AND | OR | AND NOT
-    left: Node
-    right: Node
+    items: list[Node]
+    depth: int = 1  # levels of groups, this one included
 
 
-Node = Term | BinOp
+Node = Term | Group
+
+
+def _depth(node: Node) -> int:
+    return node.depth if isinstance(node, Group) else 0
+
+
+def combine(op: str, left: Node, right: Node) -> Group:
+    """`left op right`, evaluated left to right, as a flat group where the operator allows it: chains of
+    one operator stay one level deep however long they are."""
+    if isinstance(left, Group) and left.op == op:
+        items = list(left.items)
+    else:
+        items = [left]
+    if op != "AND NOT" and isinstance(right, Group) and right.op == op:
+        items += right.items  # AND and OR are associative
+    else:
+        items.append(right)
+    return Group(op, items, 1 + max(_depth(item) for item in items))
 
 
 class _TermParser:
-    """The text between FIND's braces → Term/BinOp tree; offsets are absolute in the SOSL text."""
+    """The text between FIND's braces → Term/Group tree; offsets are absolute in the SOSL text."""
 
-    def __init__(self, source: str, start: int, end: int) -> None:
+    def __init__(self, source: str, start: int, end: int, operators: bool = True) -> None:
         self.src = source
         self.pos = start
         self.end = end
+        self.depth = 0  # parentheses
+        self.operators = operators  # False: every operator is OR (Salesforce, beyond 4,000 characters)
 
     def fail(self, detail: str, offset: int, code: str = "MALFORMED_SEARCH") -> SoslError:
         return SoslError(detail, self.src, offset, error_code=code)
+
+    def too_complicated(self, offset: int) -> SoslError:
+        return self.fail(
+            f"Search query is too complicated: more than {MAX_SEARCH_NESTING} levels of parentheses or of "
+            "changing operators. Group fewer alternations (a OR b OR c needs no parentheses).",
+            offset,
+            "QUERY_TOO_COMPLICATED",
+        )
 
     def mismatched(self, offset: int) -> SoslError:
         line = self.src.count("\n", 0, offset) + 1
@@ -112,9 +143,12 @@ class _TermParser:
             self.skip_ws()
             if self.pos >= self.end or self.src[self.pos] == ")":
                 return left
-            op = self.operator()
+            at = self.pos
+            op = self.operator() if self.operators else (self.operator() and "OR")
             right = self.item()
-            left = BinOp(op, left, right)
+            left = combine(op, left, right)
+            if left.depth > MAX_SEARCH_NESTING:
+                raise self.too_complicated(at)
 
     def operator(self) -> str:
         word, after = self.peek_word()
@@ -145,12 +179,16 @@ class _TermParser:
             raise self.fail("unexpected end of search term: an operator needs a term after it.", self.pos)
         ch = self.src[self.pos]
         if ch == "(":
+            self.depth += 1
+            if self.depth > MAX_SEARCH_NESTING:
+                raise self.too_complicated(self.pos)
             self.pos += 1
             node = self.expression()
             self.skip_ws()
             if self.pos >= self.end or self.src[self.pos] != ")":
                 raise self.fail("unbalanced parentheses in the search term: add the missing ')'.", self.pos)
             self.pos += 1
+            self.depth -= 1
             return node
         if ch == ")":
             raise self.mismatched(self.pos)
@@ -165,32 +203,30 @@ class _TermParser:
             )
         return self.word()
 
-    def read(self, stop: str) -> tuple[str, int]:
-        """Characters up to a stop character, with backslash escapes resolved (escaped = literal)."""
-        out: list[str] = []
-        wild = 0
+    def read(self, stop: str) -> list[tuple[str, bool]]:
+        """Characters up to a stop character, each with whether it was escaped (an escaped character is
+        literal: never a wildcard or an operator)."""
+        out: list[tuple[str, bool]] = []
         while self.pos < self.end:
             ch = self.src[self.pos]
             if ch == "\\":
                 if self.pos + 1 >= self.end:
                     raise self.fail("a search term can not end with a lone backslash.", self.pos)
-                out.append("\x00" + self.src[self.pos + 1])  # marked literal
+                out.append((self.src[self.pos + 1], True))
                 self.pos += 2
                 continue
             if ch in stop or (stop == " " and ch.isspace()):
                 break
             if ch in RESERVED_ERROR:
                 raise self.mismatched(self.pos)
-            if ch in "*?":
-                wild += 1
-            out.append(ch)
+            out.append((ch, False))
             self.pos += 1
-        return "".join(out), wild
+        return out
 
     def phrase(self) -> Term:
         start = self.pos
         self.pos += 1
-        raw, _ = self.read('"')
+        raw = self.read('"')
         if self.pos >= self.end:
             raise self.fail("unclosed quote in the search term: end the phrase with '\"'.", start)
         self.pos += 1
@@ -198,22 +234,14 @@ class _TermParser:
 
     def word(self) -> Term:
         start = self.pos
-        raw, _ = self.read(' ()"')
+        raw = self.read(' ()"')
         if not raw:
             raise self.mismatched(self.pos)
         return self.term(raw, start, phrase=False)
 
-    def term(self, raw: str, start: int, phrase: bool) -> Term:
-        """A Term from characters where escaped (literal) ones are marked by a preceding NUL."""
-        chars: list[tuple[str, bool]] = []  # (character, is_wildcard)
-        i = 0
-        while i < len(raw):
-            if raw[i] == "\x00":
-                chars.append((raw[i + 1], False))
-                i += 2
-                continue
-            chars.append((raw[i], raw[i] in "*?"))
-            i += 1
+    def term(self, raw: list[tuple[str, bool]], start: int, phrase: bool) -> Term:
+        """A Term from its characters (each with whether it was escaped)."""
+        chars = [(ch, not escaped and ch in "*?") for ch, escaped in raw]  # (character, is_wildcard)
         text = "".join(ch for ch, _ in chars)
         literal = "".join(ch for ch, wild in chars if not wild)
         wild_at = [k for k, (_, wild) in enumerate(chars) if wild]
@@ -249,13 +277,11 @@ class _TermParser:
 def _terms(node: Node) -> list[Term]:
     if isinstance(node, Term):
         return [node]
-    return _terms(node.left) + _terms(node.right)
+    return [t for item in node.items for t in _terms(item)]
 
 
 def _has_pattern(node: Node) -> bool:
-    if isinstance(node, Term):
-        return node.pattern is not None
-    return _has_pattern(node.left) or _has_pattern(node.right)
+    return any(t.pattern is not None for t in _terms(node))
 
 
 def _fts_query(node: Node) -> str:
@@ -263,19 +289,19 @@ def _fts_query(node: Node) -> str:
     if isinstance(node, Term):
         phrase = '"' + " ".join(node.tokens) + '"'
         return phrase + " *" if node.prefix else phrase
-    op = "NOT" if node.op == "AND NOT" else node.op
-    return f"({_fts_query(node.left)} {op} {_fts_query(node.right)})"
+    op = "NOT" if node.op == "AND NOT" else node.op  # FTS5's NOT is binary: a NOT b NOT c = (a NOT b) NOT c
+    return "(" + f" {op} ".join(_fts_query(item) for item in node.items) + ")"
 
 
 def _matches(node: Node, fields: list[list[str]]) -> bool:
     """Token-level evaluation (used when a word has a wildcard inside)."""
-    if isinstance(node, BinOp):
-        left = _matches(node.left, fields)
+    if isinstance(node, Group):
         if node.op == "OR":
-            return left or _matches(node.right, fields)
+            return any(_matches(item, fields) for item in node.items)
         if node.op == "AND":
-            return left and _matches(node.right, fields)
-        return left and not _matches(node.right, fields)
+            return all(_matches(item, fields) for item in node.items)
+        first, *rest = node.items
+        return _matches(first, fields) and not any(_matches(item, fields) for item in rest)
     if node.pattern is not None:
         pattern = node.pattern
         return any(pattern.match(tok) for toks in fields for tok in toks)
@@ -334,6 +360,7 @@ def compile_sosl(source: str, model: OrgModel, today: date) -> SearchPlan:
 
 
 def _compile(source: str, model: OrgModel, today: date) -> SearchPlan:
+    check_length(source, "SOSL", "MALFORMED_SEARCH")
     m = re.match(r"\s*FIND\b\s*", source, re.IGNORECASE)
     if not m:
         start = len(source) - len(source.lstrip())
@@ -347,7 +374,10 @@ def _compile(source: str, model: OrgModel, today: date) -> SearchPlan:
             )
         raise SoslError(f"line 1:{open_at} mismatched character '{shown}' expecting '{{'", source, open_at)
     close_at = _closing_brace(source, open_at + 1)
-    terms = _TermParser(source, open_at + 1, close_at).parse()
+    # Salesforce: a search query longer than 4,000 characters loses its logical operators (its terms are
+    # ORed); one longer than 10,000 characters returns no rows
+    length = close_at - open_at - 1
+    terms = _TermParser(source, open_at + 1, close_at, operators=length <= SEARCH_OPERATORS_CHARS).parse()
     parser = Parser(source, tokenize(source, close_at + 1))
     group = "ALL"
     if parser.match_kw("IN"):
@@ -384,7 +414,7 @@ def _compile(source: str, model: OrgModel, today: date) -> SearchPlan:
             for o in model
             if searchable_fields(o)
         ]
-    plan = SearchPlan(limit=limit)
+    plan = SearchPlan(limit=0 if length > MAX_SEARCH_CHARS else limit)
     seen: set[str] = set()
     for spec in specs:
         obj = _object_search(spec, terms, group, model, today, source)

@@ -12,12 +12,14 @@ a digest of the org model, the store format and each CSV's size and modification
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ STORE_FILE = "org.sqlite"
 STORE_VERSION = "2"  # 2: computed fields (orgs/local/computed.py)
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
+# virtual machine steps between two looks at a statement's deadline (about a millisecond of work)
+PROGRESS_STEPS = 100_000
 
 SQL_TYPES = {
     "boolean": "INTEGER",
@@ -117,10 +121,29 @@ class Store:
             conn.execute("PRAGMA mmap_size = 268435456")
             conn.execute("PRAGMA cache_size = -65536")
             conn.execute("PRAGMA temp_store = MEMORY")
+            local = self._local
+            local.deadline = None
+
+            def past_deadline() -> int:  # SQLite calls it every PROGRESS_STEPS steps; non-zero stops
+                return 1 if local.deadline is not None and time.monotonic() > local.deadline else 0
+
+            conn.set_progress_handler(past_deadline, PROGRESS_STEPS)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
         return conn
+
+    @contextlib.contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        """Statements run on this thread's connection inside the block are stopped (sqlite3
+        OperationalError "interrupted") once they have run `seconds`."""
+        self.connection()
+        local = self._local
+        local.deadline = time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            local.deadline = None
 
     def close(self) -> None:
         with self._lock:

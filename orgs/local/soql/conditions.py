@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orgs.local.soql import ast, dates
 from orgs.local.soql.cursor import TokenCursor
+from orgs.local.soql.limits import MAX_STRING_CHARS
 from orgs.local.soql.tokens import T
 
 LITERAL_KINDS = {T.STRING: "string", T.NUMBER: "number", T.DATE: "date", T.DATETIME: "datetime"}
@@ -33,11 +34,16 @@ class ConditionParser(TokenCursor):
         tok = self.tok
         if tok.is_kw("NOT"):
             self.advance()
-            return ast.Not(tok.offset, self.unary())
+            self.enter(tok)
+            node = ast.Not(tok.offset, self.unary())
+            self.leave()
+            return node
         if tok.kind is T.LPAREN:
             self.advance()
+            self.enter(tok)
             inner = self.condition()
             self.expect(T.RPAREN)
+            self.leave()
             return inner
         return self.field_expression()
 
@@ -56,8 +62,10 @@ class ConditionParser(TokenCursor):
             self.advance()  # IN
             self.expect(T.LPAREN)
             if self.tok.is_kw("SELECT"):
+                self.enter(self.tok)
                 sub = self.query()
                 self.expect(T.RPAREN)
+                self.leave()
                 return ast.InQuery(start, left, sub, negated)
             values = self.value_list()
             return ast.InList(start, left, values, negated)
@@ -79,6 +87,12 @@ class ConditionParser(TokenCursor):
         tok = self.tok
         kind = LITERAL_KINDS.get(tok.kind)
         if kind is not None:
+            if kind == "string" and len(tok.value) > MAX_STRING_CHARS:
+                raise self.error(
+                    f"String too long: {len(tok.value):,} characters. Strings in a WHERE clause are at most "
+                    f"{MAX_STRING_CHARS:,} characters.",
+                    tok,
+                )
             self.advance()
             return ast.Literal(tok.offset, kind, tok.value, tok.text)
         if tok.kind is T.COLON:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from orgs.local.soql import ast
 from orgs.local.soql.errors import SoqlError
+from orgs.local.soql.limits import MAX_NESTING
 from orgs.local.soql.tokens import T, Token
 
 
@@ -18,6 +19,22 @@ class TokenCursor:
         self.source = source
         self.tokens = tokens
         self.i = 0
+        self.depth = 0  # nesting of parentheses, NOTs, function calls and subqueries
+
+    def enter(self, tok: Token) -> None:
+        """One level deeper (at `tok`); QUERY_TOO_COMPLICATED beyond MAX_NESTING levels."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise SoqlParseError(
+                f"Query is too complicated: more than {MAX_NESTING} levels of nested parentheses, NOTs, "
+                "function calls or subqueries. Flatten the conditions (a OR b OR c needs no parentheses).",
+                self.source,
+                tok.offset,
+                error_code="QUERY_TOO_COMPLICATED",
+            )
+
+    def leave(self) -> None:
+        self.depth -= 1
 
     # productions the grammar modules provide
     def query(self) -> ast.Query:

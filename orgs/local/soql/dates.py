@@ -11,7 +11,7 @@ means field < start, `field > LITERAL` means field >= end, `<=` means field < en
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 PLAIN = frozenset(
     {
@@ -76,60 +76,75 @@ class DayRange:
     end: date
 
 
+_FIRST = date.min.toordinal()
+_LAST = date.max.toordinal()
+
+
+def add_days(d: date, days: int) -> date:
+    """`d` moved by `days`, stopping at 0001-01-01 and 9999-12-31 (LAST_N_DAYS:99999999 reaches the first
+    day there is, not an error)."""
+    return date.fromordinal(min(_LAST, max(_FIRST, d.toordinal() + days)))
+
+
 def add_months(d: date, months: int) -> date:
-    """The first-of-month `d` moved by `months` (d must be the 1st)."""
+    """The first-of-month `d` moved by `months` (d must be the 1st), stopping at the first and last months
+    there are."""
     index = d.year * 12 + (d.month - 1) + months
+    index = min(date.max.year * 12 + 11, max(date.min.year * 12, index))
     return date(index // 12, index % 12 + 1, 1)
 
 
 def week_start(d: date) -> date:
     """The Sunday on or before `d`."""
-    return d - timedelta(days=(d.weekday() + 1) % 7)
+    return add_days(d, -((d.weekday() + 1) % 7))
 
 
 def resolve(name: str, n: int | None, today: date) -> DayRange:
-    """The range of the date literal `name` (upper case, FISCAL treated as calendar) relative to today."""
+    """The range of the date literal `name` (upper case, FISCAL treated as calendar) relative to today.
+
+    Ranges reaching past the calendar's ends stop there (the answers stay right: no record is dated
+    outside 0001-9999)."""
     name = name.replace("_FISCAL", "")
     t = today
-    day = timedelta(days=1)
     ws = week_start(t)
     ms = date(t.year, t.month, 1)
     qs = date(t.year, (t.month - 1) // 3 * 3 + 1, 1)
     ys = date(t.year, 1, 1)
     k = n or 0
+    days, months = add_days, add_months
     table: dict[str, tuple[date, date]] = {
-        "YESTERDAY": (t - day, t),
-        "TODAY": (t, t + day),
-        "TOMORROW": (t + day, t + 2 * day),
-        "LAST_WEEK": (ws - 7 * day, ws),
-        "THIS_WEEK": (ws, ws + 7 * day),
-        "NEXT_WEEK": (ws + 7 * day, ws + 14 * day),
-        "LAST_MONTH": (add_months(ms, -1), ms),
-        "THIS_MONTH": (ms, add_months(ms, 1)),
-        "NEXT_MONTH": (add_months(ms, 1), add_months(ms, 2)),
-        "LAST_90_DAYS": (t - 90 * day, t + day),
-        "NEXT_90_DAYS": (t + day, t + 91 * day),
-        "THIS_QUARTER": (qs, add_months(qs, 3)),
-        "LAST_QUARTER": (add_months(qs, -3), qs),
-        "NEXT_QUARTER": (add_months(qs, 3), add_months(qs, 6)),
-        "THIS_YEAR": (ys, add_months(ys, 12)),
-        "LAST_YEAR": (add_months(ys, -12), ys),
-        "NEXT_YEAR": (add_months(ys, 12), add_months(ys, 24)),
-        "LAST_N_DAYS": (t - k * day, t + day),
-        "NEXT_N_DAYS": (t + day, t + (k + 1) * day),
-        "N_DAYS_AGO": (t - k * day, t - (k - 1) * day),
-        "LAST_N_WEEKS": (ws - 7 * k * day, ws),
-        "NEXT_N_WEEKS": (ws + 7 * day, ws + 7 * (k + 1) * day),
-        "N_WEEKS_AGO": (ws - 7 * k * day, ws - 7 * (k - 1) * day),
-        "LAST_N_MONTHS": (add_months(ms, -k), ms),
-        "NEXT_N_MONTHS": (add_months(ms, 1), add_months(ms, k + 1)),
-        "N_MONTHS_AGO": (add_months(ms, -k), add_months(ms, -k + 1)),
-        "LAST_N_QUARTERS": (add_months(qs, -3 * k), qs),
-        "NEXT_N_QUARTERS": (add_months(qs, 3), add_months(qs, 3 * (k + 1))),
-        "N_QUARTERS_AGO": (add_months(qs, -3 * k), add_months(qs, -3 * k + 3)),
-        "LAST_N_YEARS": (add_months(ys, -12 * k), ys),
-        "NEXT_N_YEARS": (add_months(ys, 12), add_months(ys, 12 * (k + 1))),
-        "N_YEARS_AGO": (add_months(ys, -12 * k), add_months(ys, -12 * k + 12)),
+        "YESTERDAY": (days(t, -1), t),
+        "TODAY": (t, days(t, 1)),
+        "TOMORROW": (days(t, 1), days(t, 2)),
+        "LAST_WEEK": (days(ws, -7), ws),
+        "THIS_WEEK": (ws, days(ws, 7)),
+        "NEXT_WEEK": (days(ws, 7), days(ws, 14)),
+        "LAST_MONTH": (months(ms, -1), ms),
+        "THIS_MONTH": (ms, months(ms, 1)),
+        "NEXT_MONTH": (months(ms, 1), months(ms, 2)),
+        "LAST_90_DAYS": (days(t, -90), days(t, 1)),
+        "NEXT_90_DAYS": (days(t, 1), days(t, 91)),
+        "THIS_QUARTER": (qs, months(qs, 3)),
+        "LAST_QUARTER": (months(qs, -3), qs),
+        "NEXT_QUARTER": (months(qs, 3), months(qs, 6)),
+        "THIS_YEAR": (ys, months(ys, 12)),
+        "LAST_YEAR": (months(ys, -12), ys),
+        "NEXT_YEAR": (months(ys, 12), months(ys, 24)),
+        "LAST_N_DAYS": (days(t, -k), days(t, 1)),
+        "NEXT_N_DAYS": (days(t, 1), days(t, k + 1)),
+        "N_DAYS_AGO": (days(t, -k), days(t, -k + 1)),
+        "LAST_N_WEEKS": (days(ws, -7 * k), ws),
+        "NEXT_N_WEEKS": (days(ws, 7), days(ws, 7 * (k + 1))),
+        "N_WEEKS_AGO": (days(ws, -7 * k), days(ws, -7 * (k - 1))),
+        "LAST_N_MONTHS": (months(ms, -k), ms),
+        "NEXT_N_MONTHS": (months(ms, 1), months(ms, k + 1)),
+        "N_MONTHS_AGO": (months(ms, -k), months(ms, -k + 1)),
+        "LAST_N_QUARTERS": (months(qs, -3 * k), qs),
+        "NEXT_N_QUARTERS": (months(qs, 3), months(qs, 3 * (k + 1))),
+        "N_QUARTERS_AGO": (months(qs, -3 * k), months(qs, -3 * k + 3)),
+        "LAST_N_YEARS": (months(ys, -12 * k), ys),
+        "NEXT_N_YEARS": (months(ys, 12), months(ys, 12 * (k + 1))),
+        "N_YEARS_AGO": (months(ys, -12 * k), months(ys, -12 * k + 12)),
     }
     start, end = table[name]
     return DayRange(start, end)

@@ -8,6 +8,7 @@ meets a nullable column. Every value becomes a bound parameter; nothing the user
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, date, datetime
 from typing import Any
@@ -17,6 +18,11 @@ from orgs.local.soql.base import CompilerBase, Operand
 from orgs.local.soql.scope import SOAP_TYPE, Scope, is_long_text, kind_of
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{15}(?:[0-9A-Za-z]{3})?$")
+# an IN list longer than this is bound as one JSON array (SQLite limits the parameters of a statement)
+LONG_IN_LIST = 500
+# a longer AND/OR chain is written as a balanced tree of parenthesised chains: SQLite refuses
+# expressions nested more than 1,000 deep, and a flat chain of n terms nests n deep
+FLAT_CHAIN = 64
 _SUFFIX = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
 _NEGATE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
@@ -37,12 +43,24 @@ def to18(value: str) -> str:
 
 def wire_datetime(value: datetime) -> str:
     """A datetime in the form datetimes are stored in (and returned as): `...T10:00:00.000+0000`."""
-    value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}+0000"
+    v = value.astimezone(UTC)
+    # not strftime: its %Y does not pad years before 1000, and stored datetimes compare as text
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}."
+        f"{v.microsecond // 1000:03d}+0000"
+    )
 
 
 def wire_day(day: date, kind: str) -> str:
     return day.isoformat() if kind == "date" else day.isoformat() + "T00:00:00.000+0000"
+
+
+def join_balanced(parts: list[str], op: str) -> str:
+    """`(a OP b OP c ...)`, as a balanced tree of chains of at most FLAT_CHAIN terms."""
+    if len(parts) <= FLAT_CHAIN:
+        return "(" + f" {op} ".join(parts) + ")"
+    mid = len(parts) // 2
+    return f"({join_balanced(parts[:mid], op)} {op} {join_balanced(parts[mid:], op)})"
 
 
 def like_pattern(raw: str) -> str:
@@ -77,8 +95,7 @@ class FilterCompiler(CompilerBase):
                                 "Semi join sub-selects are not allowed with the 'OR' operator", sub.pos
                             )
             op = node.op if not negate else ("OR" if node.op == "AND" else "AND")
-            parts = [self.cond_sql(i, scope, negate, having) for i in node.items]
-            return "(" + f" {op} ".join(parts) + ")"
+            return join_balanced([self.cond_sql(i, scope, negate, having) for i in node.items], op)
         if isinstance(node, ast.Not):
             return self.cond_sql(node.item, scope, not negate, having)
         if isinstance(node, ast.Compare):
@@ -165,6 +182,10 @@ class FilterCompiler(CompilerBase):
 
     def value_param(self, operand: Operand, value: ast.Literal) -> str:
         """The bound parameter for a literal compared with `operand`, checked against its type."""
+        return self.param(self.bound_value(operand, value))
+
+    def bound_value(self, operand: Operand, value: ast.Literal) -> Any:
+        """The value bound for a literal compared with `operand`, checked against its type."""
         kind = operand.kind
         v: Any = value.value
         if kind == "id":
@@ -172,29 +193,29 @@ class FilterCompiler(CompilerBase):
                 raise self.type_error(operand, value)
             if not ID_RE.match(str(v)):
                 raise self.semantic(f"invalid ID field: {v}", value.pos, "INVALID_QUERY_FILTER_OPERATOR")
-            return self.param(to18(str(v)))
+            return to18(str(v))
         if kind == "text":
             if value.kind != "string":
                 raise self.type_error(operand, value)
-            return self.param(v)
+            return v
         if kind == "number":
             if value.kind != "number":
                 raise self.type_error(operand, value)
-            return self.param(v)
+            return v
         if kind == "boolean":
             if value.kind != "boolean":
                 raise self.type_error(operand, value)
-            return self.param(1 if v else 0)
+            return 1 if v else 0
         if kind == "date":
             if value.kind != "date":
                 raise self.type_error(operand, value)
             assert isinstance(v, date)
-            return self.param(v.isoformat())
+            return v.isoformat()
         if kind == "datetime":
             if value.kind != "datetime":
                 raise self.type_error(operand, value)
             assert isinstance(v, datetime)
-            return self.param(wire_datetime(v))
+            return wire_datetime(v)
         raise self.unsupported(value.pos, f"comparing a {operand.type_name} value")
 
     # -- comparisons --------------------------------------------------------------------------------------
@@ -253,7 +274,7 @@ class FilterCompiler(CompilerBase):
 
     def in_list_sql(self, node: ast.InList, scope: Scope, negate: bool, having: bool) -> str:
         operand = self.operand(node.left, scope, having)
-        params: list[str] = []
+        values: list[Any] = []
         has_null = False
         for value in node.values:
             if isinstance(value, ast.DateConst):
@@ -261,10 +282,13 @@ class FilterCompiler(CompilerBase):
             if value.kind == "null":
                 has_null = True
                 continue
-            params.append(self.value_param(operand, value))
+            values.append(self.bound_value(operand, value))
         parts = []
-        if params:
-            parts.append(f"{operand.sql} IN ({', '.join(params)})")
+        if len(values) > LONG_IN_LIST:
+            # one JSON array parameter: SQLite allows only so many parameters per statement
+            parts.append(f"{operand.sql} IN (SELECT value FROM json_each({self.param(json.dumps(values))}))")
+        elif values:
+            parts.append(f"{operand.sql} IN ({', '.join(self.param(v) for v in values)})")
         if has_null:
             parts.append(f"{operand.sql} IS NULL")
         sql = parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from orgs.local.soql import ast
 from orgs.local.soql.conditions import ConditionParser
 from orgs.local.soql.cursor import SoqlParseError
+from orgs.local.soql.limits import MAX_INTEGER
 from orgs.local.soql.tokens import T, tokenize
 
 __all__ = ["CLAUSE_WORDS", "Parser", "SoqlParseError", "parse"]
@@ -118,7 +119,11 @@ class Parser(ConditionParser):
 
     def count_value(self, clause: str) -> ast.Literal:
         tok = self.tok
-        if tok.kind is not T.NUMBER or not isinstance(tok.value, int) or tok.value < 0:
+        if tok.kind is T.NUMBER and not (isinstance(tok.value, int) and tok.value >= 0):
+            raise self.error(
+                f"{clause} takes a whole number from 0 to {MAX_INTEGER:,} (got {tok.text[:40]}).", tok
+            )
+        if tok.kind is not T.NUMBER or not isinstance(tok.value, int):
             if tok.kind is T.COLON:
                 raise self.error("Bind variables are only allowed in Apex code", tok)
             raise self.unexpected()
@@ -139,8 +144,10 @@ class Parser(ConditionParser):
             self.advance()
             if not self.tok.is_kw("SELECT"):
                 raise self.unexpected()
+            self.enter(tok)
             sub = self.query()
             self.expect(T.RPAREN)
+            self.leave()
             return ast.SelectItem(tok.offset, ast.SubQuery(tok.offset, sub))
         if tok.is_kw("TYPEOF"):
             raise self.error(
@@ -165,13 +172,14 @@ class Parser(ConditionParser):
             raise self.unexpected()
         if self.peek().kind is T.LPAREN:
             name = self.ident()
-            self.advance()  # (
+            self.enter(self.advance())  # (
             args: list[ast.Expr] = []
             if self.tok.kind is not T.RPAREN:
                 args.append(self.expression())
                 while self.match(T.COMMA):
                     args.append(self.expression())
             close = self.expect(T.RPAREN)
+            self.leave()
             return ast.Call(tok.offset, name, args, close.end)
         parts = [self.ident()]
         while self.tok.kind is T.DOT:

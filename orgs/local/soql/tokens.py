@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from orgs.local.soql.errors import SoqlError
+from orgs.local.soql.limits import MAX_INTEGER, MAX_NUMBER_DIGITS, MAX_STATEMENT_CHARS
 
 
 class SoqlTokenError(SoqlError):
@@ -70,7 +71,34 @@ def tokenize(source: str, start: int = 0) -> list[Token]:
 
     Raises SoqlTokenError with the position. (SOSL tokenizes what follows its `FIND {...}` this way.)
     """
+    check_length(source, "SOQL")
     return _Lexer(source, start).run()
+
+
+def check_length(source: str, language: str, code: str = "MALFORMED_QUERY") -> None:
+    """Salesforce's statement length limit (100,000 characters by default)."""
+    if len(source) > MAX_STATEMENT_CHARS:
+        raise SoqlTokenError(
+            f"{language} statements cannot exceed {MAX_STATEMENT_CHARS:,} characters; this one has "
+            f"{len(source):,}. Split it into several queries (e.g. chunks of a long IN list).",
+            source,
+            MAX_STATEMENT_CHARS,
+            error_code=code,
+        )
+
+
+def _is_digit(ch: str) -> bool:
+    return "0" <= ch <= "9"
+
+
+def _starts_ident(ch: str) -> bool:
+    # names are ASCII: a fullwidth or Cyrillic letter is a stray character, as in Salesforce
+    return ("a" <= ch <= "z") or ("A" <= ch <= "Z") or ch == "_"
+
+
+def _no_viable(ch: str) -> str:
+    """The character as an error shows it: control characters escaped (`\\x00`)."""
+    return ch if ch.isprintable() else repr(ch)[1:-1]
 
 
 class _Lexer:
@@ -105,21 +133,20 @@ class _Lexer:
             start = self.pos
             if ch == "'":
                 self.string()
-            elif ch.isdigit():
+            elif _is_digit(ch):
                 self.number_or_date()
             elif ch == "-" or ch == "+":
-                if start + 1 < n and src[start + 1].isdigit():
+                if start + 1 < n and _is_digit(src[start + 1]):
                     self.number_or_date()
                 else:
                     raise self.fail(
                         f"line {self.line}:{start - self.line_start} no viable alternative at character '{ch}'",
                         start,
                     )
-            elif ch.isalpha() or ch == "_":
-                m = _IDENT.match(src, start)
-                assert m is not None
-                self.pos = m.end()
-                self.emit(T.IDENT, start, self.pos, m.group())
+            elif _starts_ident(ch):
+                m = _IDENT.match(src, start)  # always matches: ch starts an identifier
+                self.pos = m.end() if m is not None else start + 1
+                self.emit(T.IDENT, start, self.pos, src[start : self.pos])
             elif ch in _SIMPLE:
                 self.pos += 1
                 self.emit(_SIMPLE[ch], start, self.pos, ch)
@@ -135,9 +162,9 @@ class _Lexer:
                         start,
                     )
             else:
-                shown = ch if ch.isprintable() else repr(ch)
                 raise self.fail(
-                    f"line {self.line}:{start - self.line_start} no viable alternative at character '{shown}'",
+                    f"line {self.line}:{start - self.line_start} no viable alternative at character "
+                    f"'{_no_viable(ch)}'",
                     start,
                 )
         self.out.append(Token(T.EOF, "", None, n, n, self.line, n - self.line_start + 1))
@@ -215,15 +242,28 @@ class _Lexer:
             self.date_literal(start, dm)
             return
         m = _NUMBER.match(src, start_digits)
-        assert m is not None
+        if m is None:  # pragma: no cover - callers only come here on a digit
+            raise self.fail(f"line {self.line}:{start - self.line_start} no viable alternative", start)
         end = m.end()
         if end < len(src) and (src[end].isalnum() or src[end] == "_"):
             raise self.fail(
-                f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                f"line {self.line}:{end - self.line_start} no viable alternative at character "
+                f"'{_no_viable(src[end])}'",
                 end,
             )
         text = src[start:end]
-        value: int | float = float(text) if "." in text else int(text)
+        whole = m.group().partition(".")[0].lstrip("0")
+        if len(whole) > MAX_NUMBER_DIGITS:
+            raise self.fail(
+                f"Number out of range: {text[:20]}… has {len(whole):,} digits; numbers in SOQL are at most "
+                "about 1.8E308.",
+                start,
+            )
+        value: int | float
+        if "." in text or len(whole) > 19 or abs(int(text)) > MAX_INTEGER:
+            value = float(text)  # beyond SQLite's INTEGER: compared as a double
+        else:
+            value = int(text)
         self.pos = end
         self.emit(T.NUMBER, start, end, value)
 
@@ -239,7 +279,8 @@ class _Lexer:
         if not tm:
             if end < len(src) and (src[end].isalnum() or src[end] == "_"):
                 raise self.fail(
-                    f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                    f"line {self.line}:{end - self.line_start} no viable alternative at character "
+                    f"'{_no_viable(src[end])}'",
                     end,
                 )
             self.pos = end
@@ -255,25 +296,28 @@ class _Lexer:
                 f"line {self.line}:{zend - self.line_start} no viable alternative at character '{shown}'",
                 zend,
             )
+        invalid = self.fail(
+            f"Invalid datetime: {src[start : zm.end()]}. Datetimes are written YYYY-MM-DDThh:mm:ssZ or with "
+            "an offset from -23:59 to +23:59 (+hh:mm), between 0001-01-01 and 9999-12-31 in UTC.",
+            start,
+        )
+        tz = UTC
         if zm.group(1):
+            if int(zm.group(2)) > 23 or int(zm.group(3)) > 59:
+                raise invalid
             minutes = int(zm.group(2)) * 60 + int(zm.group(3))
             tz = timezone(timedelta(minutes=minutes if zm.group(1) == "+" else -minutes))
-        else:
-            tz = UTC
         micro = int((frac[1:] + "000000")[:6]) if frac else 0
         try:
-            value = datetime(y, mo, d, hh, mi, ss, micro, tzinfo=tz)
-        except ValueError:
-            raise self.fail(
-                f"Invalid datetime: {src[start : zm.end()]}. Datetimes are written YYYY-MM-DDThh:mm:ssZ "
-                "or with an offset (+hh:mm).",
-                start,
-            ) from None
+            value = datetime(y, mo, d, hh, mi, ss, micro, tzinfo=tz).astimezone(UTC)
+        except (ValueError, OverflowError):
+            raise invalid from None
         end = zm.end()
         if end < len(src) and (src[end].isalnum() or src[end] == "_"):
             raise self.fail(
-                f"line {self.line}:{end - self.line_start} no viable alternative at character '{src[end]}'",
+                f"line {self.line}:{end - self.line_start} no viable alternative at character "
+                f"'{_no_viable(src[end])}'",
                 end,
             )
         self.pos = end
-        self.emit(T.DATETIME, start, end, value.astimezone(UTC))
+        self.emit(T.DATETIME, start, end, value)

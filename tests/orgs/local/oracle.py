@@ -107,7 +107,23 @@ class Frames:
 
 def _months(d: date, k: int) -> date:
     y, m = divmod(d.year * 12 + d.month - 1 + k, 12)
+    if y < 1:  # ranges stop at the calendar's ends (0001-01-01 .. 9999-12-31)
+        return date.min
+    if y > 9999:
+        return date.max
     return date(y, m + 1, 1)
+
+
+def _shift(d: date, td: timedelta) -> date:
+    """`d + td`, or the calendar's first or last day when that falls outside it."""
+    try:
+        return d + td
+    except OverflowError:
+        return date.min if td.days < 0 else date.max
+
+
+def _year(y: int) -> date:
+    return date.min if y < 1 else date.max if y > 9999 else date(y, 1, 1)
 
 
 def date_range(name: str, n: int | None, today: date) -> tuple[date, date]:
@@ -120,14 +136,14 @@ def date_range(name: str, n: int | None, today: date) -> tuple[date, date]:
     year = date(today.year, 1, 1)
     one = timedelta(days=1)
     if name == "TODAY":
-        return today, today + one
+        return today, _shift(today, one)
     if name == "YESTERDAY":
-        return today - one, today
+        return _shift(today, -one), today
     if name == "TOMORROW":
-        return today + one, today + 2 * one
+        return _shift(today, one), _shift(today, 2 * one)
     if name.endswith("_WEEK") and "_N_" not in name:
         k = {"LAST_WEEK": -1, "THIS_WEEK": 0, "NEXT_WEEK": 1}[name]
-        return sunday + timedelta(weeks=k), sunday + timedelta(weeks=k + 1)
+        return _shift(sunday, timedelta(weeks=k)), _shift(sunday, timedelta(weeks=k + 1))
     if name in ("LAST_MONTH", "THIS_MONTH", "NEXT_MONTH"):
         k = {"LAST_MONTH": -1, "THIS_MONTH": 0, "NEXT_MONTH": 1}[name]
         return _months(month, k), _months(month, k + 1)
@@ -136,23 +152,23 @@ def date_range(name: str, n: int | None, today: date) -> tuple[date, date]:
         return _months(quarter, 3 * k), _months(quarter, 3 * k + 3)
     if name in ("LAST_YEAR", "THIS_YEAR", "NEXT_YEAR"):
         k = {"LAST_YEAR": -1, "THIS_YEAR": 0, "NEXT_YEAR": 1}[name]
-        return date(today.year + k, 1, 1), date(today.year + k + 1, 1, 1)
+        return _year(today.year + k), _year(today.year + k + 1)
     if name == "LAST_90_DAYS":
-        return today - timedelta(days=90), today + one
+        return _shift(today, -timedelta(days=90)), _shift(today, one)
     if name == "NEXT_90_DAYS":
-        return today + one, today + timedelta(days=91)
+        return _shift(today, one), _shift(today, timedelta(days=91))
     if name == "LAST_N_DAYS":
-        return today - timedelta(days=n), today + one
+        return _shift(today, -timedelta(days=n)), _shift(today, one)
     if name == "NEXT_N_DAYS":
-        return today + one, today + timedelta(days=n + 1)
+        return _shift(today, one), _shift(today, timedelta(days=n + 1))
     if name == "N_DAYS_AGO":
-        return today - timedelta(days=n), today - timedelta(days=n - 1)
+        return _shift(today, -timedelta(days=n)), _shift(today, -timedelta(days=n - 1))
     if name == "LAST_N_WEEKS":
-        return sunday - timedelta(weeks=n), sunday
+        return _shift(sunday, -timedelta(weeks=n)), sunday
     if name == "NEXT_N_WEEKS":
-        return sunday + timedelta(weeks=1), sunday + timedelta(weeks=n + 1)
+        return _shift(sunday, timedelta(weeks=1)), _shift(sunday, timedelta(weeks=n + 1))
     if name == "N_WEEKS_AGO":
-        return sunday - timedelta(weeks=n), sunday - timedelta(weeks=n - 1)
+        return _shift(sunday, -timedelta(weeks=n)), _shift(sunday, -timedelta(weeks=n - 1))
     if name == "LAST_N_MONTHS":
         return _months(month, -n), month
     if name == "NEXT_N_MONTHS":
@@ -166,11 +182,11 @@ def date_range(name: str, n: int | None, today: date) -> tuple[date, date]:
     if name == "N_QUARTERS_AGO":
         return _months(quarter, -3 * n), _months(quarter, -3 * n + 3)
     if name == "LAST_N_YEARS":
-        return date(year.year - n, 1, 1), year
+        return _year(year.year - n), year
     if name == "NEXT_N_YEARS":
-        return date(year.year + 1, 1, 1), date(year.year + n + 1, 1, 1)
+        return _year(year.year + 1), _year(year.year + n + 1)
     if name == "N_YEARS_AGO":
-        return date(year.year - n, 1, 1), date(year.year - n + 1, 1, 1)
+        return _year(year.year - n), _year(year.year - n + 1)
     raise KeyError(name)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import requests
 from simple_salesforce.exceptions import SalesforceError, SalesforceGeneralError, SalesforceMalformedRequest
 
-from orgs.local import bulk
+from orgs.local.limits import ServeLimits
 from orgs.local.serve import LocalServer
 from orgs.local.soql.filters import to18
 from tests.orgs.local.oracle import Frames
@@ -214,18 +215,32 @@ def test_ingest_is_refused_the_org_being_read_only(sf: Any) -> None:
     assert caught.value.status == 405 and soql_error(caught.value)["errorCode"] == "METHOD_NOT_ALLOWED"
 
 
-def test_old_jobs_are_forgotten_within_the_row_budget(
-    server: LocalServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bulk, "MAX_ROWS", 25)
-    ids = []
-    for _ in range(3):  # 10 rows each: the first job goes once a third one would pass 25 rows
-        body = {"operation": "query", "query": "SELECT Id FROM Case ORDER BY Id LIMIT 10"}
-        ids.append(call(server, "POST", jobs_url(server), json=body).json()["id"])
-    assert call(server, "GET", f"{jobs_url(server)}/{ids[0]}").status_code == 404
-    for kept in ids[1:]:
-        assert call(server, "GET", f"{jobs_url(server)}/{kept}").json()["numberRecordsProcessed"] == 10
-    big = {"operation": "query", "query": "SELECT Id FROM Case LIMIT 100"}
-    newest = call(server, "POST", jobs_url(server), json=big).json()["id"]  # over budget alone: still kept
-    assert call(server, "GET", f"{jobs_url(server)}/{newest}").json()["numberRecordsProcessed"] == 100
-    assert call(server, "GET", f"{jobs_url(server)}/{ids[2]}").status_code == 404
+def test_old_jobs_are_forgotten_within_the_byte_budget(served_bundle: Path) -> None:
+    body = {"operation": "query", "query": "SELECT Id FROM Case ORDER BY Id LIMIT 10"}
+    with LocalServer(served_bundle, tls=False, token="t") as fresh:
+        first = call(fresh, "POST", jobs_url(fresh), json=body).json()["id"]
+        page = call(fresh, "GET", f"{jobs_url(fresh)}/{first}/results").content
+        count, size = fresh.app.state.org.served.current.bulk.held()
+    assert count == 1 and size >= len(page) - len(page.splitlines(keepends=True)[0])  # the CSV lines held
+    # a budget of two and a half such jobs: the first of three goes, the newest is kept even alone over it
+    limits = ServeLimits(max_bulk_bytes=int(size * 2.5))
+    with LocalServer(served_bundle, tls=False, token="t", limits=limits) as small:
+        ids = [call(small, "POST", jobs_url(small), json=body).json()["id"] for _ in range(3)]
+        assert call(small, "GET", f"{jobs_url(small)}/{ids[0]}").status_code == 404
+        for kept in ids[1:]:
+            assert call(small, "GET", f"{jobs_url(small)}/{kept}").json()["numberRecordsProcessed"] == 10
+        big = {"operation": "query", "query": "SELECT Id FROM Case LIMIT 100"}
+        newest = call(small, "POST", jobs_url(small), json=big).json()["id"]  # over budget alone: kept
+        assert call(small, "GET", f"{jobs_url(small)}/{newest}").json()["numberRecordsProcessed"] == 100
+        assert call(small, "GET", f"{jobs_url(small)}/{ids[2]}").status_code == 404
+
+
+def test_unread_jobs_expire(served_bundle: Path) -> None:
+    with LocalServer(served_bundle, tls=False, token="t", limits=ServeLimits(bulk_ttl=0.3)) as quick:
+        body = {"operation": "query", "query": "SELECT Id FROM Case LIMIT 3"}
+        read, unread = (call(quick, "POST", jobs_url(quick), json=body).json()["id"] for _ in range(2))
+        for _ in range(3):
+            time.sleep(0.15)
+            assert call(quick, "GET", f"{jobs_url(quick)}/{read}").status_code == 200  # reading keeps it
+        r = call(quick, "GET", f"{jobs_url(quick)}/{unread}")
+        assert r.status_code == 404 and "unread for" in r.json()[0]["message"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import os
@@ -21,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from simple_salesforce import Salesforce
 
-from orgs.local.serve import LocalServer, _CoalescingTransport, check_host, ensure_certificate
+from orgs.local.serve import LocalServer, check_host, ensure_certificate
 from schemas.errors import UsageError
 from tests.conftest import REPO, copy_bundle
 
@@ -159,57 +158,6 @@ def test_cli_serve_not_a_bundle(tmp_path: Path) -> None:
     proc = _serve(tmp_path)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "not an orgseed bundle" in err
-
-
-class _FakeTransport:
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-        self.closed = False
-        self.aborted = False
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
-    def abort(self) -> None:
-        self.aborted = True
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": ("127.0.0.1", 5)}.get(name, default)
-
-
-def test_writes_of_one_loop_step_go_out_as_one() -> None:
-    async def scenario() -> None:
-        loop = asyncio.get_running_loop()
-        fake = _FakeTransport()
-        t = _CoalescingTransport(fake, loop)
-        t.write(b"HTTP/1.1 200 OK\r\n\r\n")
-        t.write(memoryview(b"body"))
-        assert fake.writes == []  # nothing is sent before the step ends
-        await asyncio.sleep(0)
-        assert fake.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
-        t.writelines([b"a", b"b"])
-        await asyncio.sleep(0)
-        t.write(b"c")
-        t.close()  # what is pending goes out before the close
-        assert fake.writes[1:] == [b"ab", b"c"] and fake.closed
-        await asyncio.sleep(0)
-        assert len(fake.writes) == 3  # the scheduled flush finds nothing left
-        assert t.get_extra_info("peername") == ("127.0.0.1", 5)
-
-        other = _FakeTransport()
-        dropped = _CoalescingTransport(other, loop)
-        dropped.write(b"x")
-        dropped.abort()
-        await asyncio.sleep(0)
-        assert other.writes == [] and other.aborted
-
-    asyncio.run(scenario())
 
 
 def test_connection_close_still_gets_the_whole_response(served_bundle: Path, server: LocalServer) -> None:

@@ -62,6 +62,14 @@ class Connections:
             if guard is not None:
                 guard.request_finished()
 
+    def unread(self, client: Any) -> None:
+        """The request from `client` is being refused before its body was read whole: the connection's
+        close is to be a lingering one (see `HeadGuard.linger`)."""
+        if client:
+            guard = self.open.get((str(client[0]), int(client[1])))
+            if guard is not None:
+                guard.unread_body = True
+
 
 class HeadGuard(asyncio.Protocol):
     """uvicorn's protocol (`inner`), with a time-out and a size limit on each request's head."""
@@ -79,6 +87,7 @@ class HeadGuard(asyncio.Protocol):
         self.head_done = False
         self.tail = b""  # the last bytes seen, for a head end split across reads
         self.draining = False  # refused: what still arrives is read and dropped until the close
+        self.unread_body = False  # the app refused a body it did not read whole (`Connections.unread`)
 
     # -- asyncio.Protocol, passed through
 
@@ -89,7 +98,7 @@ class HeadGuard(asyncio.Protocol):
             self.address = (str(peer[0]), int(peer[1]))
             self.connections.open[self.address] = self
         self.arm()
-        coalescing = CoalescingTransport(transport, asyncio.get_running_loop())
+        coalescing = CoalescingTransport(transport, asyncio.get_running_loop(), self)
         self.inner.connection_made(cast(asyncio.Transport, coalescing))  # it answers a Transport's calls
 
     def data_received(self, data: bytes) -> None:
@@ -186,10 +195,14 @@ class HeadGuard(asyncio.Protocol):
             f"HTTP/1.1 {status} {_REASONS[status]}\r\ncontent-type: {media_type}\r\n"
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
         )
+        self.transport.write(head.encode() + body)
+        self.linger()
+
+    def linger(self) -> None:
+        """Close after the answer, lingering: closing with unread data would reset the connection and the
+        client could lose the answer, so what the client still sends is read and dropped for a moment (or
+        until its EOF)."""
         transport = self.transport
-        transport.write(head.encode() + body)
-        # a lingering close: closing with unread data would reset the connection and the client could lose
-        # the answer, so what the client still sends is read and dropped for a moment (or until its EOF)
         self.draining = True
         if transport.can_write_eof():
             transport.write_eof()
@@ -198,14 +211,18 @@ class HeadGuard(asyncio.Protocol):
 
 class CoalescingTransport:
     """A transport whose writes made in one event-loop step go out as one write. Everything else is the
-    wrapped transport's; `close()` sends what is pending first, `abort()` drops it."""
+    wrapped transport's; `close()` sends what is pending first (and lingers, when the owning guard says
+    a body was left unread), `abort()` drops it."""
 
-    __slots__ = ("_loop", "_pending", "_transport")
+    __slots__ = ("_guard", "_loop", "_pending", "_transport")
 
-    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, transport: Any, loop: asyncio.AbstractEventLoop, guard: HeadGuard | None = None
+    ) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._guard = guard
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._pending:
@@ -225,7 +242,16 @@ class CoalescingTransport:
 
     def close(self) -> None:
         self._flush()
-        self._transport.close()
+        guard = self._guard
+        if (
+            guard is not None
+            and guard.unread_body
+            and not guard.draining
+            and not self._transport.is_closing()
+        ):
+            guard.linger()
+        else:
+            self._transport.close()
 
     def abort(self) -> None:
         self._pending.clear()

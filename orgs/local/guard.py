@@ -73,6 +73,8 @@ class RequestGuard:
         try:
             refusal = self.refusal(scope)
             if refusal is not None:
+                if refusal.close_connection and self.connections is not None:
+                    self.connections.unread(scope.get("client"))
                 await send_error(send, refusal, scope["path"])
                 return
             await self.app(scope, self.receiver(scope, receive), send)
@@ -131,6 +133,7 @@ class RequestGuard:
                 async with asyncio.timeout(max(0.0, deadline - loop.time())):
                     message = await receive()
             except TimeoutError:
+                self.left_unread(scope)
                 raise BodyTimeout(
                     f"The request body did not arrive within {timeout:g} s of its headers "
                     f"({received:,} bytes came); send the whole request at once."
@@ -138,8 +141,14 @@ class RequestGuard:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    self.left_unread(scope)
                     raise BodyTooLarge(f"The body passed {limit:,} bytes, the most {what} may have.")
                 complete = not message.get("more_body", False)
             return message
 
         return guarded
+
+    def left_unread(self, scope: Scope) -> None:
+        """The body of the request in `scope` is refused before it was read whole."""
+        if self.connections is not None:
+            self.connections.unread(scope.get("client"))

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from evals.oracle import plan
 from evals.tasks import Instance
@@ -39,9 +39,21 @@ CACHE_TEMPLATE = "eval-agent-v1"
 class ModelUnavailable(Transient):
     """The endpoint did not answer after retries (429s, 5xx, timeouts): rerun to resume."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("model",)
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+
 
 class ModelRefused(Terminal):
     """The endpoint refuses every request (bad key, unknown model, wrong URL): fix the settings."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("model",)
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
 
 
 class ModelRejected(Exception):

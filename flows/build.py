@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -36,7 +36,7 @@ from generator.pipeline import (
 from generator.text.writers import make_writer
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
-from schemas.errors import Terminal, UsageError
+from schemas.errors import DataFindings, UsageError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from validators.findings import Report, ValidationFailed
@@ -143,8 +143,15 @@ def check_tasks_through_the_org(root: Path) -> dict[str, Any]:
     }
 
 
-class TaskCheckFailed(Terminal):
-    """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy)."""
+class TaskCheckFailed(DataFindings):
+    """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy):
+    exit 1, as the README has it (a finding about the data, not bad input)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("disagreements",)
+
+    def __init__(self, message: str, *, disagreements: int) -> None:
+        super().__init__(message)
+        self.disagreements = disagreements
 
 
 async def make_tasks(

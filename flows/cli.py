@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.errors import OrgseedError, Terminal, UsageError
+from schemas.errors import OrgseedError, UsageError
 from validators.findings import Report, ValidationFailed
 
 app = typer.Typer(
@@ -26,6 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's own help layout: `--scale FLOAT`, flags without a value, `--help` as a plain flag (Typer's rich
+    # panels label every option, flags and --help included, with a `<bool>`/`<str>` type).
+    rich_markup_mode=None,
 )
 out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True)
@@ -36,7 +39,9 @@ def _root() -> None:
     """orgseed: benchmark-grade CRM orgs."""
 
 
-def fail(exc: BaseException, code: int = 2) -> None:
+def fail(exc: OrgseedError, code: int | None = None) -> None:
+    """Print the error's message and exit with its exit code (2 bad input, 1 problems found)."""
+    code = exc.exit_code if code is None else code
     err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
@@ -174,11 +179,11 @@ def build(
         except ValidationFailed as exc:
             bar.stop()
             print_validation(exc.report, exc.report_path)
-            fail(exc, 1)
+            fail(exc)
             return
         except OrgseedError as exc:
             bar.stop()
-            fail(exc, 2 if isinstance(exc, Terminal) else 1)
+            fail(exc)
             return
     table = Table(title=f"orgseed bundle: {report.root}", title_justify="left")
     table.add_column("object")
@@ -229,7 +234,7 @@ def _dry_run(opts: Any) -> None:
         with err.status("estimating (nothing is sent)"):
             report = estimate_build(opts)
     except OrgseedError as exc:
-        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        fail(exc)
         return
     table = Table(title=f"orgseed dry run: {opts.model} (nothing sent)", title_justify="left")
     for col in ("text kind", "records", "cached", "to send", "input tokens", "output tokens", "cost (USD)"):
@@ -287,7 +292,7 @@ def validate(
     try:
         report = validate_bundle(bundle, profile)
     except OrgseedError as exc:  # the org model itself cannot be read (a broken x-sf edit, $ORGSEED_MODEL)
-        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        fail(exc)
         return
     path = write_report(report, bundle)
     print_validation(report, str(path) if path else None)
@@ -355,7 +360,7 @@ def serve(
         org = LocalOrg(bundle, today=day, rebuild=rebuild)
         server = LocalServer(bundle, host=host, port=port, tls=not http, token=token, org=org)
     except OrgseedError as exc:
-        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        fail(exc)
         return
     info = org.store.info
     store = f"built in {info.seconds:.1f} s" if info.rebuilt else "up to date"
@@ -403,7 +408,7 @@ def tasks(
     try:
         info = regenerate_tasks(bundle, per_task, seed, answer_format)
     except OrgseedError as exc:
-        fail(exc, 2 if exc.__class__.__name__ in ("UsageError", "BundleError") else 1)
+        fail(exc)
         return
     out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})"))
     out.print(
@@ -528,7 +533,7 @@ def eval_(
 
             report = run_eval(settings, progress)
     except OrgseedError as exc:
-        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        fail(exc)
         return
     from evals.runner import collect_leaderboard
 
@@ -601,7 +606,7 @@ def crmarena(
         with err.status("running CRMArena's run_tasks.py against the served bundle"):
             report = run_harness(settings)
     except OrgseedError as exc:
-        fail(exc, 2 if isinstance(exc, Terminal) else 1)
+        fail(exc)
         return
     out.print(_board_table([report.board], f"CRMArena's harness on {bundle}"))
     out.print(

@@ -24,7 +24,7 @@ def shard_task(job: ShardJob) -> Any:
 class PrefectExecutor:
     """Submits one Prefect task per shard job to the flow's task runner and waits for all of them."""
 
-    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+    async def run(self, jobs: Sequence[ShardJob]) -> list[Any]:
         futures = [
             shard_task.with_options(task_run_name=f"{j.sobject}.{j.stage}[{j.shard}/{j.shards}]").submit(j)
             for j in jobs

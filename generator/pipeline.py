@@ -201,14 +201,14 @@ def run_shard_sync(job: ShardJob) -> Any:
 
 
 class Executor(Protocol):
-    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+    async def run(self, jobs: Sequence[ShardJob]) -> list[Any]:
         """Run the jobs (possibly in parallel); results in job order."""
 
 
 class LocalExecutor:
     """Runs every job in this process; text shards run concurrently on the event loop."""
 
-    async def run(self, label: str, jobs: Sequence[ShardJob]) -> list[Any]:
+    async def run(self, jobs: Sequence[ShardJob]) -> list[Any]:
         if not jobs:
             return []
         if jobs[0].stage == "structured":
@@ -263,7 +263,7 @@ async def generate(
             progress.on_object_start(name, blocks)
             n = max(1, min(shards, blocks))
             jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
-            parts = [p for shard in await executor.run(f"{name}.structured", jobs) for p in shard]
+            parts = [p for shard in await executor.run(jobs) for p in shard]
             parts.sort(key=lambda bp: bp[0])
             frame = gen.finalize(ctx, [p for _, p in parts])
             if gen.text_kind is not None:
@@ -274,7 +274,7 @@ async def generate(
                 _TEXT_REQUESTS[(str(root), name)] = reqs
                 tn = max(1, min(shards, len(reqs)))
                 tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
-                texts = [r for shard in await executor.run(f"{name}.text", tjobs) for r in shard]
+                texts = [r for shard in await executor.run(tjobs) for r in shard]
                 if len(texts) != len(reqs):
                     raise BuildError(
                         f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."

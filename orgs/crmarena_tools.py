@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from dateutil.relativedelta import relativedelta
 
@@ -45,6 +45,12 @@ Result = Any  # a tool's return value: a list, a dict, a string (an answer, a da
 
 class OrgUnreachable(Transient):
     """The org did not answer (connection refused, timeout, TLS): not something an agent caused."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("query",)
+
+    def __init__(self, message: str, *, query: str | None = None) -> None:
+        super().__init__(message)
+        self.query = query
 
 
 # -- the connector -----------------------------------------------------------------------------------------
@@ -147,6 +153,13 @@ class Connector:
 
 class ToolFailed(Transient):
     """A composed tool call failed where it must not (the org's data or API disagrees with the tools)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("query", "tool")
+
+    def __init__(self, message: str, *, query: str | None = None, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.query = query
+        self.tool = tool
 
 
 # -- helpers ------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from schemas.errors import Terminal
+from schemas.errors import DataFindings
 
 
 class Severity(StrEnum):
@@ -287,18 +287,18 @@ class Report:
         }
 
 
-class ValidationFailed(Terminal):
-    """A bundle has validation errors (the report names each one)."""
+class ValidationFailed(DataFindings):
+    """A bundle has validation errors (the report names each one): exit 1."""
 
     def __init__(self, report: Report, report_path: str | None = None) -> None:
         where = f"; see {report_path}" if report_path else ""
         super().__init__(
             f"The bundle {report.bundle} failed validation: {report.fatal} fatal, {report.errors} error(s), "
             f"{report.warnings} warning(s){where}. Fix the generator or profile and rebuild.",
-            bundle=report.bundle,
-            errors=report.errors,
-            fatal=report.fatal,
         )
+        self.bundle = report.bundle
+        self.errors = report.errors
+        self.fatal = report.fatal
         self.report = report
         self.report_path = report_path
 

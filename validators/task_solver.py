@@ -35,7 +35,7 @@ from dateutil.relativedelta import relativedelta
 
 from orgs.bundle import Bundle, type_frame
 from schemas.crmarena import MONTHS, TASK_ORDER
-from schemas.errors import Terminal
+from schemas.errors import DataFindings
 from schemas.model import load_model
 
 SEASON_START: dict[str, int] = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
@@ -70,11 +70,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ParamError(Terminal):
+class ParamError(DataFindings):
     """An instance's params cannot be interpreted (unknown period, bad date, missing key)."""
 
 
-class DerivationError(Terminal):
+class DerivationError(DataFindings):
     """The data does not allow an answer to be derived (article or case missing, unknown question)."""
 
 

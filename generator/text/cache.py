@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from schemas.errors import Terminal
 
@@ -29,6 +29,12 @@ DEFAULT_NAME = "llm.sqlite"
 
 class CacheError(Terminal):
     """The cache file cannot be opened or written."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("path",)
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def default_cache_path() -> Path:

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator
@@ -64,7 +64,13 @@ _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
 
 
 class LLMError(OrgseedError):
-    """Root of the LLM writer's errors."""
+    """Root of the LLM writer's errors: `host` is the endpoint's host (never the key)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("host",)
+
+    def __init__(self, message: str, *, host: str | None = None) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 class LLMConfigError(LLMError, Terminal):
@@ -74,9 +80,39 @@ class LLMConfigError(LLMError, Terminal):
 class LLMStalled(LLMError, Terminal):
     """No request succeeded for the configured stall limit (sustained rate limiting or an outage)."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("stalled_seconds", "retry_after")
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        host: str | None = None,
+        stalled_seconds: float | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, host=host)
+        self.stalled_seconds = stalled_seconds
+        self.retry_after = retry_after
+
 
 class LLMUnavailable(LLMError, Transient):
-    """A request kept failing with server errors, timeouts or connection errors."""
+    """A request kept failing with server errors, timeouts or connection errors (`fault`: the last one)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("stalled_seconds", "seen", "fault")
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        host: str | None = None,
+        stalled_seconds: float | None = None,
+        seen: dict[str, int] | None = None,
+        fault: str | None = None,
+    ) -> None:
+        super().__init__(message, host=host)
+        self.stalled_seconds = stalled_seconds
+        self.seen = seen
+        self.fault = fault
 
 
 class LLMRequestRejected(LLMError, Terminal):
@@ -85,6 +121,13 @@ class LLMRequestRejected(LLMError, Terminal):
 
 class LLMVerificationError(LLMError, Terminal):
     """Records still failed their schema or content checks after every attempt."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("kind", "failed")
+
+    def __init__(self, message: str, *, kind: str | None = None, failed: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.failed = failed
 
 
 class _FormatUnsupported(Exception):

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from generator.text import checks, vocab
 from generator.text.base import OUTPUT_SCHEMAS, TextKind
@@ -43,6 +43,12 @@ DIVERSITY_HINTS = (
 
 class PromptError(Terminal):
     """A prompt file is malformed or uses a placeholder its kind does not provide."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("prompt",)
+
+    def __init__(self, message: str, *, prompt: str | None = None) -> None:
+        super().__init__(message)
+        self.prompt = prompt
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from schemas.errors import Terminal
 
@@ -47,6 +47,12 @@ MAX_FAILURES_LISTED = 200
 
 class PriceError(Terminal):
     """The price table cannot be read."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("path",)
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass

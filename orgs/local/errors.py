@@ -15,11 +15,11 @@ ERROR at Row:<line>:Column:<column>
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import Any, ClassVar, Unpack
 
 import orjson
 
-from schemas.errors import Terminal
+from schemas.errors import Terminal, Where
 
 WINDOW = 60  # characters shown either side of the error in long query lines
 
@@ -34,16 +34,26 @@ class OrgApiError(Terminal):
 
     `close_connection`: the connection is closed after the answer (the request was not read whole)."""
 
-    status = 400
+    status: int = 400
     default_code = "BAD_REQUEST"
-    close_connection = False
+    close_connection: bool = False
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("error_code", "status")
 
     def __init__(
-        self, message: str, *, error_code: str | None = None, status: int | None = None, **fields: Any
-    ):
+        self,
+        message: str,
+        *,
+        error_code: str | None = None,
+        status: int | None = None,
+        close_connection: bool | None = None,
+        **where: Unpack[Where],
+    ) -> None:
         code = error_code or self.default_code
-        super().__init__(message, error_code=code, **fields)
+        super().__init__(message, **where)
         self.error_code = code
+        if close_connection is not None:
+            self.close_connection = close_connection
         if status is not None:
             self.status = status
 
@@ -79,16 +89,18 @@ class NotFound(OrgApiError):
     status = 404
     default_code = "NOT_FOUND"
 
-    def __init__(self, message: str = "The requested resource does not exist", **fields: Any) -> None:
-        super().__init__(message, **fields)
+    def __init__(
+        self, message: str = "The requested resource does not exist", **where: Unpack[Where]
+    ) -> None:
+        super().__init__(message, **where)
 
 
 class InvalidSession(OrgApiError):
     status = 401
     default_code = "INVALID_SESSION_ID"
 
-    def __init__(self, message: str = "Session expired or invalid", **fields: Any) -> None:
-        super().__init__(message, **fields)
+    def __init__(self, message: str = "Session expired or invalid", **where: Unpack[Where]) -> None:
+        super().__init__(message, **where)
 
 
 def caret_snippet(source: str, offset: int) -> tuple[int, int, str]:
@@ -118,23 +130,14 @@ def caret_snippet(source: str, offset: int) -> tuple[int, int, str]:
 class QueryError(OrgApiError):
     """An error located in a SOQL or SOSL text (line, column and offset are 1-, 1- and 0-based)."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("detail", "col", "offset", "snippet")
+
     default_code = "MALFORMED_QUERY"
 
-    def __init__(
-        self, detail: str, source: str, offset: int, *, error_code: str | None = None, **fields: Any
-    ):
+    def __init__(self, detail: str, source: str, offset: int, *, error_code: str | None = None) -> None:
         line, col, snippet = caret_snippet(source, offset)
         message = f"\n{snippet}\nERROR at Row:{line}:Column:{col}\n{detail}"
-        super().__init__(
-            message,
-            error_code=error_code,
-            detail=detail,
-            line=line,
-            col=col,
-            offset=offset,
-            snippet=snippet,
-            **fields,
-        )
+        super().__init__(message, error_code=error_code, line=line)
         self.detail = detail
         self.source = source
         self.line = line

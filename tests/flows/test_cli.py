@@ -152,3 +152,15 @@ def test_build_on_a_dask_cluster_is_quiet_and_identical(tmp_path: Path, small_bu
     assert mine["data_sha256"] == json.loads((small_bundle / "manifest.json").read_text())["data_sha256"]
     assert mine["files"] == json.loads((small_bundle / "manifest.json").read_text())["files"]
     assert not (out / ".work").exists()
+
+
+def test_help_reads_like_a_click_tool() -> None:
+    """Flags (and --help) take no value, so their help shows none; options that take one show its type."""
+    res = orgseed("build", "--help", env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    lines = {line.split()[0]: line for line in res.stdout.splitlines() if line.strip().startswith("--")}
+    for flag in ("--help", "--no-cache", "--dry-run", "--no-prefect"):
+        assert lines[flag].split()[1][0] not in "<[", lines[flag]  # the help text follows the flag
+    assert lines["--force"].split()[:3] == ["--force", "/", "--no-force"]
+    assert "<bool>" not in res.stdout
+    assert lines["--seed"].split()[1] == "<int>"

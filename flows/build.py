@@ -96,23 +96,36 @@ class BuildReport:
         return sum(self.counts.values())
 
 
+MAX_SCALE = 1000.0
+MAX_SHARDS = 256
+MAX_PER_TASK = 10_000
+
+
 def check_options(opts: BuildOptions) -> None:
+    """Refuse bad options (UsageError, exit 2) before anything is read or written."""
     if not isinstance(opts.scale, int | float) or not math.isfinite(opts.scale) or opts.scale <= 0:
         raise UsageError(
             f"--scale must be a positive number (got {opts.scale}); 1.0 builds the profile's counts."
         )
-    if opts.shards < 1:
-        raise UsageError(f"--shards must be at least 1 (got {opts.shards}).")
-    if opts.seed < 0:
-        raise UsageError(f"--seed must be zero or positive (got {opts.seed}).")
+    if opts.scale > MAX_SCALE:
+        raise UsageError(
+            f"--scale must be at most {MAX_SCALE:g} (got {opts.scale:g}): {MAX_SCALE:g} times the profile's counts "
+            "is already about 18 million records."
+        )
+    if not 1 <= opts.shards <= MAX_SHARDS:
+        raise UsageError(f"--shards must be between 1 and {MAX_SHARDS} (got {opts.shards}).")
+    if not 0 <= opts.seed < 2**63:
+        raise UsageError(f"--seed must be between 0 and 2**63 - 1 (got {opts.seed}).")
     if opts.engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)} (got {opts.engine}).")
     if opts.runner not in RUNNERS:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
-    if opts.per_task is not None and opts.per_task < 0:
-        raise UsageError(f"--per-task must be 0 (no task instances) or more (got {opts.per_task}).")
+    if opts.per_task is not None and not 0 <= opts.per_task <= MAX_PER_TASK:
+        raise UsageError(
+            f"--per-task must be between 0 (no task instances) and {MAX_PER_TASK:,} (got {opts.per_task})."
+        )
     if opts.answer_format not in ("scalar", "list"):
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     check_writer_options(opts)
@@ -268,8 +281,8 @@ async def build_bundle(
     check_options(opts)
     model = load_model()
     profile = load_profile(opts.profile, model)
-    root = opts.output()
-    bundle = Bundle.prepare(root, opts.force)
+    bundle = Bundle.prepare(opts.output(), opts.force)  # staged beside --out; published when complete
+    root = bundle.root
     run = RunSpec(
         profile=str(profile.path.resolve()),
         seed=opts.seed,
@@ -367,6 +380,7 @@ async def build_bundle(
     manifest.update(status="complete", files=dict(sorted(files.items())), tasks=task_info)
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)
+    root = bundle.publish()
     return BuildReport(
         root=root,
         manifest=manifest,

@@ -287,9 +287,16 @@ def validate(
     Exit 0 when there are no errors (warnings allowed), 1 when there are, 2 when the bundle itself cannot be
     read (missing manifest, changed file, unreadable CSV).
     """
+    from orgs.bundle import Bundle, BundleError, check_complete
     from validators.run import validate_bundle, write_report
 
     try:
+        try:
+            manifest = Bundle(bundle).read_manifest()
+        except BundleError:  # a missing or unreadable manifest is reported as a finding below
+            pass
+        else:
+            check_complete(manifest, Bundle(bundle).manifest_path)
         report = validate_bundle(bundle, profile)
     except OrgseedError as exc:  # the org model itself cannot be read (a broken x-sf edit, $ORGSEED_MODEL)
         fail(exc)
@@ -355,8 +362,11 @@ def serve(
     except ValueError:
         fail(UsageError(f"--today must be a date like 2024-06-01 (got {today})."))
         return
+    from orgs.bundle import require_complete
+
     try:
         check_host(host)  # before anything is written into the bundle
+        require_complete(bundle)
         org = LocalOrg(bundle, today=day, rebuild=rebuild)
         server = LocalServer(bundle, host=host, port=port, tls=not http, token=token, org=org)
     except OrgseedError as exc:
@@ -404,8 +414,10 @@ def tasks(
 ) -> None:
     """Regenerate a bundle's task files (tasks.json, schema.json, ground_truth.jsonl) and re-check every answer."""
     from flows.build import regenerate_tasks
+    from orgs.bundle import require_complete
 
     try:
+        require_complete(bundle)
         info = regenerate_tasks(bundle, per_task, seed, answer_format)
     except OrgseedError as exc:
         fail(exc)

@@ -140,9 +140,114 @@ def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return latent
 
 
+# -- where a bundle may be written ----------------------------------------------------------------------------
+
+# What orgseed itself puts in a bundle's root; `--force` replaces a folder holding nothing else.
+BUNDLE_ENTRIES = frozenset({"manifest.json", "data", "latent", "tasks", "reports", "tls", "uploads", ".work"})
+STORE_PREFIX = "org.sqlite"  # the embedded org's store and its SQLite side files
+CARRIED = ("tls",)  # kept across rebuilds: clients trusting the served org's certificate go on trusting it
+STAGING_SUFFIX = ".orgseed-staging"
+REPLACED_SUFFIX = ".orgseed-replaced"
+STAGING_MARK = ".orgseed-staging"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+
+def staging_path(target: Path) -> Path:
+    """Where a build of `target` is staged: a hidden folder beside it."""
+    return target.parent / f".{target.name}{STAGING_SUFFIX}"
+
+
+def foreign_content(root: Path) -> str | None:
+    """None when `root` is empty or an orgseed bundle (a manifest with orgseed's format marker and files
+    list, and nothing orgseed does not put there); otherwise why it is not, as a clause for a message."""
+    try:
+        entries = sorted(p.name for p in root.iterdir())
+    except OSError as exc:
+        return f"cannot be listed ({exc.strerror})"
+    if not entries:
+        return None
+    manifest = root / "manifest.json"
+    if manifest.is_symlink() or not manifest.is_file():
+        return "is not empty and holds no orgseed manifest.json"
+    if manifest.stat().st_size > MAX_MANIFEST_BYTES:
+        return "holds a manifest.json too large to be orgseed's"
+    try:
+        doc = json.loads(manifest.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "holds a manifest.json that is not orgseed's (not JSON)"
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), dict):
+        return "holds a manifest.json without orgseed's format marker and files list"
+    foreign = [n for n in entries if n not in BUNDLE_ENTRIES and not n.startswith(STORE_PREFIX)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        return f"holds what orgseed did not create ({shown})"
+    return None
+
+
+def check_output_folder(root: Path, force: bool) -> Path:
+    """The resolved `--out` folder, or BundleError (exit 2) when orgseed may not write there.
+
+    Refused outright: the filesystem root, the home directory, the current directory and any folder holding
+    it, and a path that is not a folder. A non-empty folder is replaced only when it is an orgseed bundle
+    (`foreign_content`) and `force` is given. Nothing is touched here.
+    """
+    target = Path(root).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    home = Path.home().resolve()
+    if target == Path(target.anchor) or target in (home, cwd) or target in cwd.parents:
+        what = (
+            "the filesystem root"
+            if target == Path(target.anchor)
+            else ("your home directory" if target == home else "the current directory or a folder holding it")
+        )
+        raise BundleError(
+            f"--out {root} is {what}; orgseed never builds there. Choose a folder of its own, e.g. "
+            "output/<name>. Nothing was changed.",
+            file=str(root),
+        )
+    if target.exists() and not target.is_dir():
+        raise BundleError(f"{root} exists and is not a folder; choose another --out.", file=str(root))
+    if target.exists():
+        reason = foreign_content(target)
+        if reason is not None:
+            raise BundleError(
+                f"The output folder {root} {reason}; orgseed only replaces its own bundles, even with --force. "
+                "Choose another --out (an empty or new folder). Nothing was changed.",
+                file=str(root),
+            )
+        if any(target.iterdir()) and not force:
+            raise BundleError(
+                f"The output folder {root} holds an orgseed bundle. Pass --force to replace it (it stays whole "
+                "until the new one is complete), or choose another --out. Nothing was changed.",
+                file=str(root),
+            )
+    return target
+
+
+def require_complete(root: Path) -> dict[str, Any]:
+    """The manifest of a bundle whose build completed; BundleError (exit 2) for any other status."""
+    bundle = Bundle(root)
+    manifest = bundle.read_manifest()
+    check_complete(manifest, bundle.manifest_path)
+    return manifest
+
+
+def check_complete(manifest: dict[str, Any], path: Path) -> None:
+    """BundleError (exit 2) unless the manifest at `path` says its build completed."""
+    status = manifest.get("status")
+    if status != "complete":
+        raise BundleError(
+            f"{path}: /status is {status!r}, not 'complete': the build that wrote this bundle "
+            "did not finish (it was killed, failed, or is still running). Rebuild it with `orgseed build "
+            "--force --out ...`.",
+            file=str(path),
+        )
+
+
 class Bundle:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
+        self.target: Path | None = None  # a staged bundle's final place (see `prepare` and `publish`)
 
     # -- layout ------------------------------------------------------------------------------------------
 
@@ -158,32 +263,69 @@ class Bundle:
 
     @staticmethod
     def prepare(root: Path, force: bool) -> Bundle:
-        """A fresh bundle folder. A non-empty folder is refused unless `force` (then it is cleared)."""
-        root = Path(root)
-        if root.exists() and not root.is_dir():
-            raise BundleError(f"{root} exists and is not a folder; choose another --out.", file=str(root))
-        if root.exists() and any(root.iterdir()):
-            if not force:
-                raise BundleError(
-                    f"The output folder {root} is not empty. Pass --force to replace its contents, or choose "
-                    "another --out. Nothing was changed.",
-                    file=str(root),
-                )
-            if not (root / "manifest.json").exists() and not (root / "data").exists():
-                raise BundleError(
-                    f"The output folder {root} is not empty and does not look like an orgseed bundle "
-                    "(no manifest.json or data/); refusing to clear it even with --force. Choose another --out.",
-                    file=str(root),
-                )
-            for child in root.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-        root.mkdir(parents=True, exist_ok=True)
+        """A new bundle for `--out root`, staged in a folder beside it (see `staging_path`).
+
+        Checks `root` first (`check_output_folder`; nothing is touched when it is refused), removes a stale
+        staging folder an earlier, killed or failed build left, and returns the staged bundle: the build
+        writes there and `publish()` swaps it in place of `root`, so until then the old bundle stays whole.
+        """
+        target = check_output_folder(root, force)
+        staging = staging_path(target)
+        if staging.is_symlink() or (staging.exists() and not (staging / STAGING_MARK).is_file()):
+            raise BundleError(
+                f"{staging} exists and was not made by orgseed (no {STAGING_MARK} inside); orgseed stages a "
+                "build there. Move it away or choose another --out. Nothing was changed.",
+                file=str(staging),
+            )
+        if staging.exists():
+            shutil.rmtree(staging)  # a stale staging folder: an earlier build of this --out did not finish
+        staging.mkdir(parents=True)
+        (staging / STAGING_MARK).write_text(
+            json.dumps({"target": str(target), "pid": os.getpid()}) + "\n", encoding="utf-8"
+        )
         for sub in ("data", "latent", "tasks", "reports"):
-            (root / sub).mkdir(exist_ok=True)
-        return Bundle(root)
+            (staging / sub).mkdir()
+        bundle = Bundle(staging)
+        bundle.target = target
+        return bundle
+
+    def publish(self) -> Path:
+        """Swap a staged bundle (from `prepare`) in place of its target; return the target.
+
+        The old bundle is renamed aside, the staged one renamed in, and only then the old one removed; what a
+        rebuild keeps (`CARRIED`: the served org's certificate) is copied over first. The target is checked
+        again (it may have changed during the build): something that is no longer an orgseed bundle is left
+        as it is and the staged bundle stays where it is, named in the error.
+        """
+        target = self.target
+        if target is None:
+            return self.root
+        if target.exists():
+            reason = foreign_content(target)
+            if reason is not None:
+                raise BundleError(
+                    f"{target} changed during the build and {reason}; it was left as it is. The new bundle is "
+                    f"in {self.root}: move it where you want it.",
+                    file=str(target),
+                )
+            for name in CARRIED:
+                if (target / name).is_dir() and not (target / name).is_symlink():
+                    if (self.root / name).exists():
+                        shutil.rmtree(self.root / name)
+                    shutil.copytree(target / name, self.root / name)
+        (self.root / STAGING_MARK).unlink()
+        if target.exists():
+            old = target.parent / f".{target.name}{REPLACED_SUFFIX}"
+            if old.exists() and not old.is_symlink():
+                shutil.rmtree(old)  # left by a swap that was killed between its two renames
+            os.rename(target, old)
+            os.rename(self.root, target)
+            shutil.rmtree(old)
+        else:
+            os.rename(self.root, target)
+        self.root = target
+        self.target = None
+        return target
 
     # -- writing -----------------------------------------------------------------------------------------
 

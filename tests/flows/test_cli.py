@@ -54,8 +54,8 @@ BAD_INPUTS: list[tuple[str, Callable[[Path], list[str]], str]] = [
      "`Case` has no field `Channel`"),
     ("zero scale", lambda t: ["--scale", "0"], "--scale must be a positive number"),
     ("negative scale", lambda t: ["--scale", "-2"], "--scale must be a positive number"),
-    ("zero shards", lambda t: ["--shards", "0"], "--shards must be at least 1"),
-    ("negative per-task", lambda t: ["--per-task", "-1"], "--per-task must be 0"),
+    ("zero shards", lambda t: ["--shards", "0"], "--shards must be between 1 and 256"),
+    ("negative per-task", lambda t: ["--per-task", "-1"], "--per-task must be between 0"),
     ("unknown writer", lambda t: ["--writer", "gpt"], "Unknown --writer `gpt`"),
 ]  # fmt: skip
 
@@ -86,7 +86,7 @@ def test_a_non_empty_folder_needs_force_and_is_left_alone(tmp_path: Path) -> Non
     (out / "notes.txt").write_text("keep me")
     before = _snapshot(out)
     res = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out))
-    assert res.returncode == 2 and "is not empty. Pass --force" in res.stderr
+    assert res.returncode == 2 and "holds no orgseed manifest.json" in res.stderr
     assert _snapshot(out) == before
 
 
@@ -95,7 +95,7 @@ def test_force_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path) -> None:
     out.mkdir()
     (out / "thesis.tex").write_text("years of work")
     res = orgseed("build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out), "--force")
-    assert res.returncode == 2 and "does not look like an orgseed bundle" in res.stderr
+    assert res.returncode == 2 and "only replaces its own bundles, even with --force" in res.stderr
     assert (out / "thesis.tex").read_text() == "years of work"
 
 

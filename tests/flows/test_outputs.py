@@ -1,0 +1,166 @@
+"""Outputs are sacred (issue 10 items 1-2): `--force` replaces only orgseed's own bundles, a build is staged
+beside `--out` and swapped in when complete, and an unfinished bundle is refused by validate, serve and tasks.
+Each reproducer of the issue is a test here, run through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orgs.bundle import staging_path
+from tests.conftest import REPO, SMALL_PROFILE, copy_bundle
+from tests.flows.test_cli import orgseed
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (symlinks not followed) with its bytes, and every folder."""
+    out: dict[str, bytes] = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        out[rel] = b"<dir>" if p.is_dir() else p.read_bytes()
+    return out
+
+
+def build(out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return orgseed(
+        "build", "--no-prefect", "--profile", str(SMALL_PROFILE), "--out", str(out), *extra, env=env
+    )
+
+
+def test_force_leaves_a_folder_with_data_git_and_documents_alone(tmp_path: Path) -> None:
+    """The issue's reproducer: `mkdir -p x/{data,.git,Documents}; orgseed build ... --out x --force`."""
+    x = tmp_path / "x"
+    for sub in ("data", ".git", "Documents"):
+        (x / sub).mkdir(parents=True)
+    (x / "Documents" / "letter.txt").write_text("dear")
+    (x / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    before = snapshot(x)
+    res = build(x, "--scale", "0.2", "--per-task", "20", "--force")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "only replaces its own bundles" in res.stderr and "Nothing was changed" in res.stderr
+    assert snapshot(x) == before
+    assert not staging_path(x).exists()
+
+
+def test_force_refuses_a_bundle_that_holds_foreign_files(tmp_path: Path, small_bundle: Path) -> None:
+    """A real manifest is not enough: a bundle folder someone put their own files in is not replaced."""
+    out = copy_bundle(small_bundle, tmp_path / "b")
+    (out / "notes.md").write_text("mine")
+    before = snapshot(out)
+    res = build(out, "--force", "--per-task", "0")
+    assert res.returncode == 2 and "notes.md" in res.stderr
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("where", ["home", "root", "cwd"])
+def test_home_root_and_current_directory_are_refused_outright(tmp_path: Path, where: str) -> None:
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "taxes.csv").write_text("2025,1\n")
+    target = {"home": str(home), "root": "/", "cwd": str(REPO)}[where]
+    before = snapshot(home)
+    res = build(Path(target), "--force", env={"HOME": str(home)})
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    expected = {"home": "home directory", "root": "filesystem root", "cwd": "current directory"}[where]
+    assert expected in res.stderr
+    assert snapshot(home) == before
+    assert not staging_path(Path(target).resolve()).exists() or where == "root"
+
+
+def test_a_bad_scale_leaves_the_bundle_whole(tmp_path: Path, small_bundle: Path) -> None:
+    """The issue's reproducer: `--scale 1e300 --force --out <bundle>` wiped the bundle, then failed (exit 1)."""
+    out = copy_bundle(small_bundle, tmp_path / "b")
+    before = snapshot(out)
+    for bad in (
+        ["--scale", "1e300"],
+        ["--shards", "100000"],
+        ["--seed", str(2**63)],
+        ["--per-task", "1000000"],
+    ):
+        res = build(out, "--force", *bad)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (bad, res.stderr)
+        assert bad[0] in res.stderr
+        assert snapshot(out) == before
+        assert not staging_path(out).exists()
+
+
+def test_a_killed_rebuild_leaves_the_old_bundle_whole_and_the_next_build_cleans_up(
+    tmp_path: Path, small_bundle: Path
+) -> None:
+    out = copy_bundle(small_bundle, tmp_path / "b")
+    (out / "tls").mkdir(exist_ok=True)  # the served session bundle may hold one already
+    (out / "tls" / "cert.pem").write_text("the certificate clients trust\n")
+    before = snapshot(out)
+    staging = staging_path(out)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "build",
+            "--no-prefect",
+            "--profile",
+            str(SMALL_PROFILE),
+            "--out",
+            str(out),
+            "--force",
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    deadline = time.monotonic() + 120
+    while not (staging / "data").exists() or not any((staging / "data").iterdir()):
+        assert proc.poll() is None, "the build ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert snapshot(out) == before  # the old bundle is whole
+    assert staging.exists()  # and what the killed build wrote is beside it, not in it
+    # The next build removes the stale staging folder and swaps the new bundle in, keeping the certificate.
+    res = build(out, "--force")
+    assert res.returncode == 0, res.stderr
+    assert not staging.exists()
+    assert not any(p.name.startswith(".b.") for p in tmp_path.iterdir())
+    old = json.loads(before["manifest.json"])
+    new = json.loads((out / "manifest.json").read_bytes())
+    assert new["status"] == "complete" and new["data_sha256"] == old["data_sha256"]
+    assert (out / "tls" / "cert.pem").read_text() == "the certificate clients trust\n"
+
+
+def test_a_staging_folder_orgseed_did_not_make_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    staging = staging_path(out)
+    staging.mkdir()
+    (staging / "yours.txt").write_text("x")
+    res = build(out, "--per-task", "0")
+    assert res.returncode == 2 and "was not made by orgseed" in res.stderr
+    assert (staging / "yours.txt").read_text() == "x" and not out.exists()
+
+
+@pytest.mark.parametrize("status", ["in_progress", "failed", "invalid"])
+@pytest.mark.parametrize("command", ["validate", "serve", "tasks"])
+def test_an_unfinished_bundle_is_refused(
+    tmp_path: Path, small_bundle: Path, command: str, status: str
+) -> None:
+    out = copy_bundle(small_bundle, tmp_path / "b")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["status"] = status
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = snapshot(out)
+    args = [command, str(out)] + (["--port", "0"] if command == "serve" else [])
+    res = subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"/status is '{status}', not 'complete'" in " ".join(res.stderr.split())
+    assert snapshot(out) == before

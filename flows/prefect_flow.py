@@ -1,18 +1,21 @@
 """The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, with one Prefect task per
-object × shard job (never per record). Defined at module level so process-based task runners (Dask) can pickle
-the task. Imported only when the Prefect engine runs.
+object × shard job (never per record). The task and the flow are defined at module level so process-based task
+runners (Dask) can pickle them. Imported only when the Prefect engine runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.build import BuildOptions, build_bundle, current_progress, set_progress
+from flows.build import build_bundle
+from flows.options import BuildOptions
+from flows.progress import current_progress, showing
 from generator.pipeline import Progress, ShardJob, run_shard_sync
 
 
@@ -47,10 +50,8 @@ async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(options: dict[str, Any], task_runner: Any, progress: Progress | None) -> dict[str, Any]:
-    set_progress(progress)
-    try:
-        result: dict[str, Any] = asyncio.run(build_flow.with_options(task_runner=task_runner)(options))
-    finally:
-        set_progress(None)
+def run(opts: BuildOptions, task_runner: Any, progress: Progress | None) -> dict[str, Any]:
+    """Run the build as a Prefect flow on `task_runner`; the flow's parameters are the options (recorded)."""
+    with showing(progress):  # the flow reads it (flows/progress.py); parameters are recorded by Prefect
+        result: dict[str, Any] = asyncio.run(build_flow.with_options(task_runner=task_runner)(asdict(opts)))
     return result

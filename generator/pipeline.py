@@ -24,6 +24,7 @@ import pandas as pd
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
+from generator.text.writers import make_writer
 from generator.world import build_world
 from schemas.gcpause import gc_paused
 from schemas.graph import LoadPlan, load_plan
@@ -92,13 +93,6 @@ _CONTEXTS: dict[tuple[str, tuple[Any, ...]], BuildContext] = {}
 _TEXT_REQUESTS: dict[tuple[str, str], list[TextRequest]] = {}
 _WRITERS: dict[tuple[str, tuple[Any, ...]], TextWriter] = {}
 _WRITERS_LOCK = threading.Lock()
-WriterFactory = Callable[[RunSpec, Profile], TextWriter]
-_writer_factory: WriterFactory | None = None
-
-
-def set_writer_factory(factory: WriterFactory) -> None:
-    global _writer_factory
-    _writer_factory = factory
 
 
 def make_context(run: RunSpec, model: OrgModel | None = None, profile: Profile | None = None) -> BuildContext:
@@ -141,12 +135,7 @@ def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
     with _WRITERS_LOCK:
         writer = _WRITERS.get(key)
         if writer is None:
-            if _writer_factory is None:
-                from generator.text.writers import make_writer
-
-                writer = make_writer(run, ctx.profile)
-            else:
-                writer = _writer_factory(run, ctx.profile)
+            writer = make_writer(run, ctx.profile)
             _WRITERS[key] = writer
     return writer
 

@@ -26,11 +26,10 @@ from generator.pipeline import (
     Executor,
     GenerationResult,
     Progress,
+    RunContext,
     RunSpec,
-    close_writer,
     generate,
     make_context,
-    writer_for,
 )
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
@@ -266,13 +265,13 @@ async def build_bundle(
         if latent is not None:
             files[latent.path] = latent.sha256
 
-    ctx = make_context(run, model, profile)
+    rc = RunContext(root, run, make_context(run, model, profile))
     t_gen = time.perf_counter()
     steps: dict[str, float] = {}
     task_info: dict[str, Any] | None = None
     try:
         result: GenerationResult = await generate(
-            root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
+            rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
         )
         generation_seconds = time.perf_counter() - t_gen
         for rel, payload in world_tables(result.ctx.world).items():
@@ -300,15 +299,13 @@ async def build_bundle(
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
         if per_task > 0:
-            task_info = await make_tasks(
-                root, opts.seed, per_task, writer_for(run, result.ctx), opts.answer_format, model
-            )
+            task_info = await make_tasks(root, opts.seed, per_task, rc.writer(), opts.answer_format, model)
             steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
             files.update(task_info.pop("files"))
     finally:
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
         # cache and report usage, also when the build failed (the report lists why).
-        await close_writer(ctx, run)
+        await rc.aclose()
         usage = writers.write_usage_report(bundle, opts)
         if usage is not None:
             report, rel, digest = usage

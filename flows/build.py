@@ -31,6 +31,7 @@ from generator.pipeline import (
     generate,
     make_context,
 )
+from generator.text.base import TextWriter
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
 from schemas.errors import DataFindings, UsageError
@@ -113,7 +114,7 @@ class TaskCheckFailed(DataFindings):
 
 
 async def make_tasks(
-    root: Path, seed: int, per_task: int, writer: Any, answer_format: str, model: Any
+    root: Path, seed: int, per_task: int, writer: TextWriter, answer_format: str, model: OrgModel
 ) -> dict[str, Any]:
     """Build the task files, re-derive every answer independently, and describe them for the manifest."""
     from generator.tasks import build_tasks

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import pandas as pd
 
@@ -34,6 +34,7 @@ from schemas.profile import Profile, load_profile
 from schemas.textsim import NearDuplicateIndex
 
 T = TypeVar("T")
+Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
 
 
@@ -76,7 +77,7 @@ class ShardJob:
     root: str
     run: RunSpec
     sobject: str
-    stage: str  # "structured" | "text"
+    stage: Stage
     shard: int
     shards: int
 

@@ -41,7 +41,8 @@ if mode == "generate":
     seconds = time.perf_counter() - t
     records = sum(rows.values())
 else:
-    from flows.build import BuildOptions, run_build
+    from flows.options import BuildOptions
+    from flows.run import run_build
     opts = BuildOptions(profile="crmarena", scale=scale, out=str(out), force=True,
                         engine="local" if mode == "local" else "prefect", shards=2 if mode == "prefect" else 1,
                         per_task=None if scale >= 0.5 else 0)  # a tiny warm-up org cannot hold 130 tasks

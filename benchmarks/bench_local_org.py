@@ -82,7 +82,8 @@ def build(scale: float) -> Path:
         manifest = json.loads((out / "manifest.json").read_text())
         if manifest.get("status") == "complete" and manifest.get("scale") == scale:
             return out
-    from flows.build import BuildOptions, run_build
+    from flows.options import BuildOptions
+    from flows.run import run_build
 
     t = time.perf_counter()
     run_build(BuildOptions(profile="crmarena", scale=scale, out=str(out), force=True, engine="local"))

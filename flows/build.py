@@ -19,21 +19,19 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from flows import writer as writers
+from flows.options import ANSWER_FORMATS, ENGINES, RUNNERS, BuildOptions
 from flows.writer import check_writer_options
 from generator.pipeline import (
     WORK_DIR,
     Executor,
     GenerationResult,
-    LocalExecutor,
     Progress,
+    RunContext,
     RunSpec,
-    close_writer,
     generate,
     make_context,
-    set_writer_factory,
-    writer_for,
 )
-from generator.text.writers import make_writer
+from generator.text.base import TextWriter
 from generator.world import World
 from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
 from schemas.errors import DataFindings, UsageError
@@ -41,45 +39,6 @@ from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from validators.findings import Report, ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle, write_report
-
-ENGINES = ("prefect", "local")
-RUNNERS = ("threads", "dask")
-# Worker processes import this module to run shard tasks, so they build the same writer as the parent.
-set_writer_factory(make_writer)
-
-
-@dataclass
-class BuildOptions:
-    profile: str = "crmarena"
-    scale: float = 1.0
-    seed: int = 0
-    out: str | None = None
-    shards: int = 1
-    force: bool = False
-    writer: str = "offline"
-    engine: str = "prefect"
-    runner: str = "threads"
-    dask_address: str | None = None
-    per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
-    answer_format: str = "scalar"
-    # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
-    model: str | None = None
-    base_url: str | None = None
-    cache: str | None = None
-    no_cache: bool = False
-    concurrency: int = 8
-    rpm: int | None = None
-    tpm: int | None = None
-    dry_run: bool = False
-    fallback: str | None = None
-    max_stall_seconds: float = 120.0
-    request_timeout: float = 120.0
-
-    def output(self) -> Path:
-        if self.out:
-            return Path(self.out)
-        name = Path(self.profile).stem if self.profile.endswith(".toml") else self.profile
-        return Path("output") / name
 
 
 @dataclass
@@ -126,7 +85,7 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(
             f"--per-task must be between 0 (no task instances) and {MAX_PER_TASK:,} (got {opts.per_task})."
         )
-    if opts.answer_format not in ("scalar", "list"):
+    if opts.answer_format not in ANSWER_FORMATS:
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     check_writer_options(opts)
 
@@ -168,7 +127,7 @@ class TaskCheckFailed(DataFindings):
 
 
 async def make_tasks(
-    root: Path, seed: int, per_task: int, writer: Any, answer_format: str, model: Any
+    root: Path, seed: int, per_task: int, writer: TextWriter, answer_format: str, model: OrgModel
 ) -> dict[str, Any]:
     """Build the task files, re-derive every answer independently, and describe them for the manifest."""
     from generator.tasks import build_tasks
@@ -320,13 +279,13 @@ async def build_bundle(
         if latent is not None:
             files[latent.path] = latent.sha256
 
-    ctx = make_context(run, model, profile)
+    rc = RunContext(root, run, make_context(run, model, profile))
     t_gen = time.perf_counter()
     steps: dict[str, float] = {}
     task_info: dict[str, Any] | None = None
     try:
         result: GenerationResult = await generate(
-            root, run, executor, opts.shards, persist, progress, ctx=ctx, shares_memory=shares_memory
+            rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
         )
         generation_seconds = time.perf_counter() - t_gen
         for rel, payload in world_tables(result.ctx.world).items():
@@ -354,15 +313,13 @@ async def build_bundle(
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
         if per_task > 0:
-            task_info = await make_tasks(
-                root, opts.seed, per_task, writer_for(run, result.ctx), opts.answer_format, model
-            )
+            task_info = await make_tasks(root, opts.seed, per_task, rc.writer(), opts.answer_format, model)
             steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
             files.update(task_info.pop("files"))
     finally:
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
         # cache and report usage, also when the build failed (the report lists why).
-        await close_writer(ctx, run)
+        await rc.aclose()
         usage = writers.write_usage_report(bundle, opts)
         if usage is not None:
             report, rel, digest = usage
@@ -388,81 +345,6 @@ async def build_bundle(
         seconds=time.perf_counter() - t_start,
         generation_seconds=generation_seconds,
         steps=steps,
-    )
-
-
-# -- Prefect ------------------------------------------------------------------------------------------------
-
-_PROGRESS: list[Progress | None] = [None]
-
-
-def set_progress(progress: Progress | None) -> None:
-    """The progress display of the running build (kept out of the flow's arguments, which Prefect records)."""
-    _PROGRESS[0] = progress
-
-
-def current_progress() -> Progress | None:
-    return _PROGRESS[0]
-
-
-def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: bool = False) -> BuildReport:
-    """Build with the chosen engine (Prefect by default)."""
-    check_options(opts)
-    if opts.engine == "local":
-        return asyncio.run(build_bundle(opts, LocalExecutor(), progress))
-    from flows import prefect_env
-
-    prefect_env.configure(verbose)
-    from flows import prefect_flow
-
-    if opts.runner == "dask":
-        runner = _dask_runner(opts)
-        _share_api_server_with_workers()
-    else:
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        runner = ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
-    out = prefect_flow.run(asdict(opts), runner, progress)
-    return BuildReport(
-        root=Path(out["root"]),
-        manifest=out["manifest"],
-        counts=out["manifest"]["counts"],
-        seconds=out["seconds"],
-        generation_seconds=out["generation_seconds"],
-        steps=out["steps"],
-    )
-
-
-def _share_api_server_with_workers() -> None:
-    """Start Prefect's temporary API server here and export its URL, so Dask worker processes (which inherit the
-    environment) report to it instead of each starting a server of their own (measured: ~10-30 s per worker)."""
-    import os
-
-    if os.environ.get("PREFECT_API_URL"):
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start()  # stopped at interpreter exit (Prefect registers it with atexit)
-    os.environ["PREFECT_API_URL"] = server.api_url
-
-
-def _dask_runner(opts: BuildOptions) -> Any:
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise UsageError(
-            "--runner dask needs prefect-dask; install it with `pip install 'orgseed[dask]'`."
-        ) from exc
-    if opts.dask_address:
-        return DaskTaskRunner(address=opts.dask_address)
-    return DaskTaskRunner(
-        cluster_kwargs={
-            "n_workers": max(1, opts.shards),
-            "threads_per_worker": 1,
-            "processes": True,
-            "dashboard_address": None,
-        }
     )
 
 

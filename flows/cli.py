@@ -17,6 +17,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flows.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_STALL_SECONDS,
+    DEFAULT_REQUEST_TIMEOUT,
+    AnswerFormat,
+    Runner,
+)
 from schemas.errors import OrgseedError, UsageError
 from validators.findings import Report, ValidationFailed
 
@@ -63,7 +70,8 @@ def build(
     writer: Annotated[
         str,
         typer.Option(
-            help="Text writer: offline (default; no network) or openai (any OpenAI-compatible endpoint)."
+            help="Text writer, by its registered name (the `orgseed.writers` entry points): offline (default; "
+            "no network), openai (any OpenAI-compatible endpoint), or one a plug-in package adds."
         ),
     ] = "offline",
     model: Annotated[str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.")] = None,
@@ -82,7 +90,9 @@ def build(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="LLM writer: neither read nor write the response cache.")
     ] = False,
-    concurrency: Annotated[int, typer.Option(help="LLM writer: requests in flight at most.")] = 8,
+    concurrency: Annotated[
+        int, typer.Option(help="LLM writer: requests in flight at most.")
+    ] = DEFAULT_CONCURRENCY,
     rpm: Annotated[int | None, typer.Option(help="LLM writer: requests per minute at most.")] = None,
     tpm: Annotated[int | None, typer.Option(help="LLM writer: tokens per minute at most.")] = None,
     dry_run: Annotated[
@@ -97,17 +107,17 @@ def build(
     ] = None,
     max_stall_seconds: Annotated[
         float, typer.Option(help="LLM writer: fail when no request has succeeded for this long.")
-    ] = 120.0,
+    ] = DEFAULT_MAX_STALL_SECONDS,
     request_timeout: Annotated[
         float,
         typer.Option(
             help="LLM writer: seconds a request may wait to connect, send or read before it is retried."
         ),
-    ] = 120.0,
+    ] = DEFAULT_REQUEST_TIMEOUT,
     no_prefect: Annotated[
         bool, typer.Option("--no-prefect", help="Run in-process without Prefect (no API server start-up).")
     ] = False,
-    runner: Annotated[str, typer.Option(help="Prefect task runner: threads or dask.")] = "threads",
+    runner: Annotated[Runner, typer.Option(help="Prefect task runner: threads or dask.")] = "threads",
     dask_address: Annotated[
         str | None, typer.Option(help="Address of an existing Dask scheduler (with --runner dask).")
     ] = None,
@@ -118,7 +128,7 @@ def build(
         ),
     ] = None,
     answer_format: Annotated[
-        str,
+        AnswerFormat,
         typer.Option(
             help="scalar (CRMArena's format) or list (one-element lists, for list-based harnesses)."
         ),
@@ -126,7 +136,8 @@ def build(
     verbose: Annotated[bool, typer.Option(help="Show Prefect's own logs.")] = False,
 ) -> None:
     """Generate an org bundle: 16 objects, latent world, task instances with checked answers, manifest."""
-    from flows.build import BuildOptions, run_build
+    from flows.options import BuildOptions
+    from flows.run import run_build
     from generator.pipeline import Progress as Hooks
 
     opts = BuildOptions(
@@ -227,7 +238,7 @@ def build(
 
 def _dry_run(opts: Any) -> None:
     from flows.build import check_options
-    from flows.writer import estimate_build
+    from flows.run import estimate_build
 
     try:
         check_options(opts)

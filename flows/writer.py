@@ -5,22 +5,22 @@ Kept out of `flows/build.py` so the build stays about stages; `build.py` calls t
 
 from __future__ import annotations
 
-import asyncio
-import json
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from generator.pipeline import WORK_DIR, LocalExecutor
+from flows.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_STALL_SECONDS,
+    DEFAULT_REQUEST_TIMEOUT,
+    BuildOptions,
+)
+from generator.pipeline import WORK_DIR
 from generator.text.llm import FALLBACKS, LLMSettings, endpoint_host, resolve_api_key
 from generator.text.usage import build_report, load_snapshots
-from generator.text.writers import WRITERS
+from generator.text.writers import writer_class
 from orgs.bundle import Bundle
-from schemas.errors import UsageError, did_you_mean
-
-if TYPE_CHECKING:
-    from flows.build import BuildOptions
+from schemas.errors import UsageError
 
 USAGE_REPORT = "reports/llm_usage.json"
 USAGE_DIR = "llm-usage"
@@ -32,29 +32,25 @@ LLM_ONLY = {
     "base_url": ("--base-url", None),
     "cache": ("--cache", None),
     "no_cache": ("--no-cache", False),
-    "concurrency": ("--concurrency", 8),
+    "concurrency": ("--concurrency", DEFAULT_CONCURRENCY),
     "rpm": ("--rpm", None),
     "tpm": ("--tpm", None),
     "dry_run": ("--dry-run", False),
     "fallback": ("--fallback", None),
-    "max_stall_seconds": ("--max-stall-seconds", 120.0),
-    "request_timeout": ("--request-timeout", 120.0),
+    "max_stall_seconds": ("--max-stall-seconds", DEFAULT_MAX_STALL_SECONDS),
+    "request_timeout": ("--request-timeout", DEFAULT_REQUEST_TIMEOUT),
 }
 
 
 def check_writer_options(opts: BuildOptions) -> None:
-    if opts.writer not in WRITERS:
-        raise UsageError(
-            f"Unknown --writer `{opts.writer}`; available: {', '.join(WRITERS)}.{did_you_mean(opts.writer, WRITERS)}"
-        )
-    if opts.writer == "offline":
+    if not writer_class(opts.writer).takes_llm_settings:
         given = [flag for name, (flag, default) in LLM_ONLY.items() if getattr(opts, name) != default]
         if given:
             raise UsageError(f"{', '.join(given)} only apply to the LLM writer; add --writer openai.")
         return
     if not opts.model:
         raise UsageError(
-            "--writer openai needs --model, e.g. --model gpt-4o-mini (or the model your server serves)."
+            f"--writer {opts.writer} needs --model, e.g. --model gpt-4o-mini (or the model your server serves)."
         )
     if opts.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1 (got {opts.concurrency}).")
@@ -111,16 +107,16 @@ def _settings(opts: BuildOptions, root: Path | None) -> LLMSettings:
 
 def run_options(opts: BuildOptions, root: Path) -> tuple[tuple[str, Any], ...]:
     """`RunSpec.writer_options` for this build (no secrets)."""
-    if opts.writer != "openai":
+    if not writer_class(opts.writer).takes_llm_settings:
         return ()
     return _settings(opts, root.resolve()).options()
 
 
 def manifest_entry(opts: BuildOptions) -> dict[str, Any]:
-    if opts.writer != "openai":
+    if not writer_class(opts.writer).takes_llm_settings:
         return {"name": opts.writer}
     return {
-        "name": "openai",
+        "name": opts.writer,
         "model": opts.model,
         "base_url_host": endpoint_host(opts.base_url),
         "cache": not opts.no_cache,
@@ -130,7 +126,7 @@ def manifest_entry(opts: BuildOptions) -> dict[str, Any]:
 
 def write_usage_report(bundle: Bundle, opts: BuildOptions) -> tuple[dict[str, Any], str, str] | None:
     """Merge the writers' snapshots into reports/llm_usage.json; (report, path, sha256) or None."""
-    if opts.writer != "openai":
+    if not writer_class(opts.writer).takes_llm_settings:
         return None
     snapshots = load_snapshots(bundle.root / WORK_DIR / USAGE_DIR)
     if not snapshots:
@@ -138,24 +134,3 @@ def write_usage_report(bundle: Bundle, opts: BuildOptions) -> tuple[dict[str, An
     report = build_report(snapshots, writer=opts.writer)
     entry = bundle.write_json(USAGE_REPORT, report)
     return report, entry.path, entry.sha256
-
-
-def estimate_build(opts: BuildOptions) -> dict[str, Any]:
-    """`--dry-run`: run the pipeline with stand-in texts in a scratch folder and return the usage estimate.
-
-    Sends nothing: records whose answers are cached are replayed, the rest are counted (requests, prompt
-    tokens from the rendered messages, output tokens estimated) and filled by the offline writer so later
-    objects can be planned.
-    """
-    from dataclasses import replace
-
-    from flows.build import build_bundle
-
-    with tempfile.TemporaryDirectory(prefix="orgseed-dry-run-") as tmp:
-        scratch = replace(opts, out=str(Path(tmp) / "bundle"), force=True, engine="local", dry_run=True)
-        asyncio.run(build_bundle(scratch, LocalExecutor()))
-        path = Path(tmp) / "bundle" / USAGE_REPORT
-        if not path.exists():
-            raise UsageError("The dry run produced no estimate: the profile plans no text.")
-        result: dict[str, Any] = json.loads(path.read_text())
-        return result

@@ -16,14 +16,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import pandas as pd
 
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
+from generator.text.writers import make_writer
 from generator.world import build_world
 from schemas.gcpause import gc_paused
 from schemas.graph import LoadPlan, load_plan
@@ -32,6 +34,7 @@ from schemas.profile import Profile, load_profile
 from schemas.textsim import NearDuplicateIndex
 
 T = TypeVar("T")
+Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
 
 
@@ -74,7 +77,7 @@ class ShardJob:
     root: str
     run: RunSpec
     sobject: str
-    stage: str  # "structured" | "text"
+    stage: Stage
     shard: int
     shards: int
 
@@ -86,19 +89,7 @@ def shard_slice(n: int, shard: int, shards: int) -> range:
     return range(lo, hi)
 
 
-# -- process-local run contexts -------------------------------------------------------------------------
-
-_CONTEXTS: dict[tuple[str, tuple[Any, ...]], BuildContext] = {}
-_TEXT_REQUESTS: dict[tuple[str, str], list[TextRequest]] = {}
-_WRITERS: dict[tuple[str, tuple[Any, ...]], TextWriter] = {}
-_WRITERS_LOCK = threading.Lock()
-WriterFactory = Callable[[RunSpec, Profile], TextWriter]
-_writer_factory: WriterFactory | None = None
-
-
-def set_writer_factory(factory: WriterFactory) -> None:
-    global _writer_factory
-    _writer_factory = factory
+# -- the run context ----------------------------------------------------------------------------------------
 
 
 def make_context(run: RunSpec, model: OrgModel | None = None, profile: Profile | None = None) -> BuildContext:
@@ -108,79 +99,77 @@ def make_context(run: RunSpec, model: OrgModel | None = None, profile: Profile |
     return BuildContext(model=model, profile=profile, world=world, seed=run.seed, scale=run.scale)
 
 
-def register_context(root: Path, run: RunSpec, ctx: BuildContext) -> None:
-    _CONTEXTS[(str(root), run.key())] = ctx
+@dataclass
+class RunContext:
+    """One run in one process, passed explicitly to everything that works for it: where it writes, what
+    identifies it (`run`), its world and frames (`build`), the text requests being written, and its writer
+    (made on first use by the registered writer class; shard threads share it, so they share its limits and
+    cache)."""
+
+    root: Path
+    run: RunSpec
+    build: BuildContext
+    text_requests: dict[str, list[TextRequest]] = field(default_factory=dict)
+    _writer: TextWriter | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def writer(self) -> TextWriter:
+        with self._lock:
+            if self._writer is None:
+                self._writer = make_writer(self.run, self.build.profile)
+            return self._writer
+
+    async def aclose(self) -> None:
+        """Release the writer (clients, threads, cache connections), if one was made."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await writer.aclose()
+
+    def load_frames(self) -> None:
+        """Read the frames the run has persisted in its work folder (a worker process that did not make them)."""
+        work = self.root / WORK_DIR
+        for name in generation_order(self.build.model):
+            if name in self.build.frames:
+                continue
+            path = work / f"{name}.pkl"
+            if not path.exists():
+                break
+            self.build.frames[name] = pd.read_pickle(path)
+
+    def requests_for(self, sobject: str) -> list[TextRequest]:
+        reqs = self.text_requests.get(sobject)
+        if reqs is None:
+            reqs = GENERATORS[sobject].text_requests(self.build, self.build.frames[sobject + ":structured"])
+            self.text_requests[sobject] = reqs
+        return reqs
 
 
-def forget_context(root: Path, run: RunSpec) -> None:
-    _CONTEXTS.pop((str(root), run.key()), None)
-    for key in [k for k in _TEXT_REQUESTS if k[0] == str(root)]:
-        _TEXT_REQUESTS.pop(key, None)
+@lru_cache(maxsize=4)
+def worker_context(root: str, run: RunSpec) -> RunContext:
+    """The run's context in a worker process (Dask) that receives only shard jobs: rebuilt once per process
+    from the profile and the frames persisted in the work folder (a per-process memo of a pure function)."""
+    return RunContext(Path(root), run, make_context(run))
 
 
-def context_for(job: ShardJob) -> BuildContext:
-    key = (job.root, job.run.key())
-    ctx = _CONTEXTS.get(key)
-    if ctx is None:
-        ctx = make_context(job.run)
-        _CONTEXTS[key] = ctx
-    work = Path(job.root) / WORK_DIR
-    for name in generation_order(ctx.model):
-        if name in ctx.frames:
-            continue
-        path = work / f"{name}.pkl"
-        if not path.exists():
-            break
-        ctx.frames[name] = pd.read_pickle(path)
-    return ctx
-
-
-def writer_for(run: RunSpec, ctx: BuildContext) -> TextWriter:
-    """The process's writer for this run; shard threads share one (so they share its limits and cache)."""
-    key = (str(id(ctx)), run.key())
-    with _WRITERS_LOCK:
-        writer = _WRITERS.get(key)
-        if writer is None:
-            if _writer_factory is None:
-                from generator.text.writers import make_writer
-
-                writer = make_writer(run, ctx.profile)
-            else:
-                writer = _writer_factory(run, ctx.profile)
-            _WRITERS[key] = writer
-    return writer
-
-
-def text_requests_for(job: ShardJob, ctx: BuildContext) -> list[TextRequest]:
-    key = (job.root, job.sobject)
-    reqs = _TEXT_REQUESTS.get(key)
-    if reqs is None:
-        gen = GENERATORS[job.sobject]
-        reqs = gen.text_requests(ctx, ctx.frames[job.sobject + ":structured"])
-        _TEXT_REQUESTS[key] = reqs
-    return reqs
-
-
-def run_structured_shard(job: ShardJob) -> list[tuple[int, pd.DataFrame]]:
-    ctx = context_for(job)
+def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.DataFrame]]:
     gen = GENERATORS[job.sobject]
-    blocks = gen.n_blocks(ctx)
+    blocks = gen.n_blocks(rc.build)
     with gc_paused():
-        return [(b, gen.block(ctx, b)) for b in shard_slice(blocks, job.shard, job.shards)]
+        return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
-async def run_text_shard(job: ShardJob) -> list[dict[str, Any]]:
-    ctx = context_for(job)
+async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+    ctx = rc.build
     if job.sobject + ":structured" not in ctx.frames:
-        path = Path(job.root) / WORK_DIR / f"{job.sobject}.structured.pkl"
+        path = rc.root / WORK_DIR / f"{job.sobject}.structured.pkl"
         ctx.frames[job.sobject + ":structured"] = pd.read_pickle(path)
-    reqs = text_requests_for(job, ctx)
+    reqs = rc.requests_for(job.sobject)
     part = [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
     if not part:
         return []
     gen = GENERATORS[job.sobject]
     assert gen.text_kind is not None
-    writer = writer_for(job.run, ctx)
+    writer = rc.writer()
     results = await writer.write(gen.text_kind, part)
     if len(results) != len(part):
         raise BuildError(
@@ -190,30 +179,34 @@ async def run_text_shard(job: ShardJob) -> list[dict[str, Any]]:
     return results
 
 
-def run_shard_sync(job: ShardJob) -> Any:
-    """Entry point for process-based executors (Dask): runs one job to completion."""
+def run_shard_sync(job: ShardJob, rc: RunContext | None = None) -> Any:
+    """Entry point for task runners: runs one job to completion, in the given context (threads of the
+    building process) or in this worker process's own (`worker_context`)."""
+    if rc is None:
+        rc = worker_context(job.root, job.run)
+        rc.load_frames()
     if job.stage == "structured":
-        return run_structured_shard(job)
-    return asyncio.run(run_text_shard(job))
+        return run_structured_shard(job, rc)
+    return asyncio.run(run_text_shard(job, rc))
 
 
 # -- executors --------------------------------------------------------------------------------------------
 
 
 class Executor(Protocol):
-    async def run(self, jobs: Sequence[ShardJob]) -> list[Any]:
-        """Run the jobs (possibly in parallel); results in job order."""
+    async def run(self, rc: RunContext, jobs: Sequence[ShardJob]) -> list[Any]:
+        """Run the jobs (possibly in parallel) for the run `rc`; results in job order."""
 
 
 class LocalExecutor:
     """Runs every job in this process; text shards run concurrently on the event loop."""
 
-    async def run(self, jobs: Sequence[ShardJob]) -> list[Any]:
+    async def run(self, rc: RunContext, jobs: Sequence[ShardJob]) -> list[Any]:
         if not jobs:
             return []
         if jobs[0].stage == "structured":
-            return [run_structured_shard(j) for j in jobs]
-        return list(await asyncio.gather(*(run_text_shard(j) for j in jobs)))
+            return [run_structured_shard(j, rc) for j in jobs]
+        return list(await asyncio.gather(*(run_text_shard(j, rc) for j in jobs)))
 
 
 # -- the pipeline ------------------------------------------------------------------------------------------
@@ -229,80 +222,80 @@ class Progress:
 
 @dataclass
 class GenerationResult:
-    ctx: BuildContext
+    rc: RunContext
     order: list[str]
     timings: dict[str, float] = field(default_factory=dict)
     text_counts: dict[str, int] = field(default_factory=dict)
     regenerated: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def ctx(self) -> BuildContext:
+        return self.rc.build
+
 
 async def generate(
-    root: Path,
-    run: RunSpec,
+    rc: RunContext,
     executor: Executor,
     shards: int,
     persist: Callable[[str, pd.DataFrame], Awaitable[None] | None],
     progress: Progress | None = None,
-    ctx: BuildContext | None = None,
     shares_memory: bool = True,
 ) -> GenerationResult:
-    """Generate every object in order. `persist(name, frame)` is called once per finished object."""
+    """Generate every object in order. `persist(name, frame)` is called once per finished object.
+
+    The caller owns `rc` and closes its writer (`rc.aclose()`) when the run needs no more text."""
     progress = progress or Progress()
-    ctx = ctx or make_context(run)
-    register_context(root, run, ctx)
+    root, run, ctx = rc.root, rc.run, rc.build
     work = root / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)
     order = generation_order(ctx.model)
-    result = GenerationResult(ctx=ctx, order=order)
+    result = GenerationResult(rc=rc, order=order)
     rule_fields = RuleFields(ctx)
-    try:
-        for name in order:
-            t0 = time.perf_counter()
-            gen = GENERATORS[name]
-            blocks = gen.n_blocks(ctx)
-            progress.on_object_start(name, blocks)
-            n = max(1, min(shards, blocks))
-            jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
-            parts = [p for shard in await executor.run(jobs) for p in shard]
-            parts.sort(key=lambda bp: bp[0])
-            frame = gen.finalize(ctx, [p for _, p in parts])
-            if gen.text_kind is not None:
-                ctx.frames[name + ":structured"] = frame
-                if not shares_memory:
-                    frame.to_pickle(work / f"{name}.structured.pkl")
-                reqs = gen.text_requests(ctx, frame)
-                _TEXT_REQUESTS[(str(root), name)] = reqs
-                tn = max(1, min(shards, len(reqs)))
-                tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
-                texts = [r for shard in await executor.run(tjobs) for r in shard]
-                if len(texts) != len(reqs):
-                    raise BuildError(
-                        f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
-                    )
-                frame = gen.apply_text(ctx, frame, reqs, texts)
-                frame, redone = await _regenerate_near_duplicates(ctx, run, gen, frame, reqs, texts)
-                result.text_counts[name] = len(reqs)
-                if redone:
-                    result.regenerated[name] = redone
-                del ctx.frames[name + ":structured"]
-                _TEXT_REQUESTS.pop((str(root), name), None)
-            ctx.frames[name] = frame
-            # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
-            # deferred by the cycle policy). An object is persisted once all its fields are filled.
-            rule_fields.add(name, frame)
-            complete = rule_fields.settle()
-            for done in dict.fromkeys([name, *complete]):
-                if not shares_memory:
-                    ctx.frames[done].to_pickle(work / f"{done}.pkl")
-            for done in complete:
-                maybe = persist(done, ctx.frames[done])
-                if maybe is not None:
-                    await maybe
-            result.timings[name] = time.perf_counter() - t0
-            progress.on_object_done(name, len(frame), result.timings[name])
-        rule_fields.check_done()
-    finally:
-        forget_context(root, run)
+    for name in order:
+        t0 = time.perf_counter()
+        gen = GENERATORS[name]
+        blocks = gen.n_blocks(ctx)
+        progress.on_object_start(name, blocks)
+        n = max(1, min(shards, blocks))
+        jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
+        parts = [p for shard in await executor.run(rc, jobs) for p in shard]
+        parts.sort(key=lambda bp: bp[0])
+        frame = gen.finalize(ctx, [p for _, p in parts])
+        if gen.text_kind is not None:
+            ctx.frames[name + ":structured"] = frame
+            if not shares_memory:
+                frame.to_pickle(work / f"{name}.structured.pkl")
+            reqs = gen.text_requests(ctx, frame)
+            rc.text_requests[name] = reqs
+            tn = max(1, min(shards, len(reqs)))
+            tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
+            texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
+            if len(texts) != len(reqs):
+                raise BuildError(
+                    f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
+                )
+            frame = gen.apply_text(ctx, frame, reqs, texts)
+            frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
+            result.text_counts[name] = len(reqs)
+            if redone:
+                result.regenerated[name] = redone
+            del ctx.frames[name + ":structured"]
+            rc.text_requests.pop(name, None)
+        ctx.frames[name] = frame
+        # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
+        # deferred by the cycle policy). An object is persisted once all its fields are filled.
+        rule_fields.add(name, frame)
+        complete = rule_fields.settle()
+        for done in dict.fromkeys([name, *complete]):
+            if not shares_memory:
+                ctx.frames[done].to_pickle(work / f"{done}.pkl")
+        for done in complete:
+            maybe = persist(done, ctx.frames[done])
+            if maybe is not None:
+                await maybe
+        result.timings[name] = time.perf_counter() - t0
+        progress.on_object_done(name, len(frame), result.timings[name])
+    rule_fields.check_done()
     return result
 
 
@@ -316,7 +309,7 @@ STALLED_ROUNDS = 3
 
 async def _regenerate_near_duplicates(
     ctx: BuildContext,
-    run: RunSpec,
+    writer: TextWriter,
     gen: Any,
     frame: pd.DataFrame,
     reqs: list[TextRequest],
@@ -334,7 +327,6 @@ async def _regenerate_near_duplicates(
         raise BuildError(
             f"{gen.sobject}: dedup needs one text request per row ({len(reqs)} for {len(frame)})."
         )
-    writer = writer_for(run, ctx)
     attempts: dict[int, int] = {}
     indexes = {f: NearDuplicateIndex(frame[f].tolist()) for f in gen.dedup_fields}
     redo = {j for index in indexes.values() for _, j, _ in index.pairs()}
@@ -367,13 +359,3 @@ async def _regenerate_near_duplicates(
             "the writer cannot produce enough variety for this volume. Lower the scale or add vocabulary."
         )
     return frame, len(attempts)
-
-
-async def close_writer(ctx: BuildContext, run: RunSpec) -> None:
-    """Release the writer this process made for `ctx` (clients, threads, cache connections).
-
-    Call it when the run needs no more text (after generation and anything else that writes, such as tasks).
-    """
-    writer = _WRITERS.pop((str(id(ctx)), run.key()), None)
-    if writer is not None:
-        await writer.aclose()

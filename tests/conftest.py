@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.build import BuildOptions, build_bundle
+from flows.build import build_bundle
+from flows.options import BuildOptions
 from generator.pipeline import LocalExecutor
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -18,11 +19,23 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def build_local(
-    out: Path, profile: str | Path = SMALL_PROFILE, scale: float = 1.0, seed: int = 0, shards: int = 1
+    out: Path,
+    profile: str | Path = SMALL_PROFILE,
+    scale: float = 1.0,
+    seed: int = 0,
+    shards: int = 1,
+    writer: str = "offline",
 ) -> Path:
     """Build a bundle in-process (no Prefect) and return its folder."""
     opts = BuildOptions(
-        profile=str(profile), scale=scale, seed=seed, out=str(out), shards=shards, force=True, engine="local"
+        profile=str(profile),
+        scale=scale,
+        seed=seed,
+        out=str(out),
+        shards=shards,
+        force=True,
+        engine="local",
+        writer=writer,
     )
     asyncio.run(build_bundle(opts, LocalExecutor()))
     return out

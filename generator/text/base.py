@@ -11,7 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from schemas.profile import Profile
 
 
 class TextKind(StrEnum):
@@ -131,6 +134,16 @@ class TextWriter(ABC):
     """Writes free text for batches of requests of one kind."""
 
     name: str = "writer"
+    # True for writers configured by the LLM flags (--model, --base-url, ...; `RunSpec.writer_options`).
+    takes_llm_settings: ClassVar[bool] = False
+
+    @classmethod
+    def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> TextWriter:
+        """The writer of a run: its seed, its profile and its options (`RunSpec.writer_options`). Every
+        writer registered in `orgseed.writers` defines it (wrappers such as the task builders' counter need not)."""
+        raise NotImplementedError(
+            f"{cls.__name__} defines no for_run, so it cannot be registered as a writer."
+        )
 
     @abstractmethod
     async def write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator
@@ -51,6 +51,9 @@ from generator.text.offline import OfflineWriter
 from generator.text.render import Prompt, PromptEnv, render
 from generator.text.usage import Usage
 from schemas.errors import OrgseedError, Terminal, Transient
+
+if TYPE_CHECKING:
+    from schemas.profile import Profile
 
 T = TypeVar("T")
 OPENAI_URL = "https://api.openai.com/v1"
@@ -622,6 +625,11 @@ class _RetryPolicy:
 
 class LLMWriter(TextWriter):
     name = "openai"
+    takes_llm_settings = True
+
+    @classmethod
+    def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> LLMWriter:
+        return cls(LLMSettings.from_options(options), seed, PromptEnv.from_profile(profile))
 
     def __init__(
         self,

@@ -12,12 +12,15 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
 from generator.text import vocab
 from generator.text.base import TextKind, TextRequest, TextWriter
 from schemas.gcpause import gc_paused
+
+if TYPE_CHECKING:
+    from schemas.profile import Profile
 
 
 def human_date(iso: str) -> str:
@@ -48,6 +51,10 @@ class OfflineWriter(TextWriter):
     def __init__(self, seed: int, company: str = "our company") -> None:
         self.seed = seed
         self.company = company
+
+    @classmethod
+    def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> OfflineWriter:
+        return cls(seed, profile.company.name)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}

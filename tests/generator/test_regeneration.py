@@ -57,11 +57,10 @@ class FakeGen:
 
 
 def run(writer: SlowWriter, monkeypatch: pytest.MonkeyPatch, rows: int = 30) -> tuple[pd.DataFrame, int]:
-    monkeypatch.setattr(pipeline, "writer_for", lambda run, ctx: writer)
     reqs = [TextRequest(TextKind.CASE, str(r), {}) for r in range(rows)]
     texts = [{"text": SAME} for _ in range(rows)]
     frame = pd.DataFrame({"Description": [SAME] * rows})
-    return asyncio.run(pipeline._regenerate_near_duplicates(None, None, FakeGen(), frame, reqs, texts))  # type: ignore[arg-type]
+    return asyncio.run(pipeline._regenerate_near_duplicates(None, writer, FakeGen(), frame, reqs, texts))  # type: ignore[arg-type]
 
 
 def test_rewriting_goes_on_while_it_makes_progress(monkeypatch: pytest.MonkeyPatch) -> None:

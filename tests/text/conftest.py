@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from flows.build import BuildOptions, build_bundle
+from flows.build import build_bundle
+from flows.options import BuildOptions
 from generator import pipeline
 from generator.pipeline import LocalExecutor
 from generator.text.base import TextKind, TextRequest
 from generator.text.llm import LLMSettings, LLMWriter
 from generator.text.offline import OfflineWriter
 from generator.text.render import PromptEnv
-from generator.text.writers import make_writer
 from schemas.profile import load_profile
 from tests.conftest import SMALL_PROFILE
 from tests.fakes.openai_server import FakeOpenAI
@@ -54,7 +54,9 @@ def env() -> PromptEnv:
 
 
 @pytest.fixture(scope="session")
-def small_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[TextKind, list[TextRequest]]:
+def small_requests(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[TextKind, list[TextRequest]]:
     """Every text request of the small profile (seed 0), as the offline build makes them."""
     seen: dict[TextKind, list[TextRequest]] = {}
 
@@ -63,13 +65,11 @@ def small_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[TextKind, l
             seen.setdefault(kind, []).extend(requests)
             return self.write_sync(kind, requests)
 
-    pipeline.set_writer_factory(lambda run, profile: Recording(run.seed, profile.company.name))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "make_writer", lambda run, profile: Recording(run.seed, profile.company.name))
         out = tmp_path_factory.mktemp("recorded") / "bundle"
         opts = BuildOptions(profile=str(SMALL_PROFILE), out=str(out), force=True, engine="local")
         asyncio.run(build_bundle(opts, LocalExecutor()))
-    finally:
-        pipeline.set_writer_factory(make_writer)
     return seen
 
 

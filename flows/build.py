@@ -8,6 +8,8 @@ in-process (`--no-prefect`), Prefect's thread pool (default) or a Dask cluster (
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 import shutil
 import sys
@@ -56,6 +58,23 @@ class BuildReport:
 
 
 MAX_SCALE = 1000.0
+
+
+def run_key(opts: BuildOptions, profile_digest: str) -> str:
+    """What identifies a build's data (profile, seed, scale, writer): a staged build is resumed only by a
+    build with the same key."""
+    from orgs.bundle import FORMAT_VERSION
+
+    ident = {
+        "profile": profile_digest,
+        "seed": opts.seed,
+        "scale": float(opts.scale),
+        "writer": writers.manifest_entry(opts),
+        "format_version": FORMAT_VERSION,
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
 MAX_SHARDS = 256
 MAX_PER_TASK = 10_000
 
@@ -240,7 +259,9 @@ async def build_bundle(
     check_options(opts)
     model = load_model()
     profile = load_profile(opts.profile, model)
-    bundle = Bundle.prepare(opts.output(), opts.force)  # staged beside --out; published when complete
+    resume_key = run_key(opts, profile.digest)
+    # staged beside --out; published when complete
+    bundle = Bundle.prepare(opts.output(), opts.force, resume_key if opts.resume else None)
     root = bundle.root
     run = RunSpec(
         profile=str(profile.path.resolve()),
@@ -249,27 +270,39 @@ async def build_bundle(
         writer=opts.writer,
         writer_options=writers.run_options(opts, root),
     )
-    manifest = new_manifest(
-        {
-            "name": profile.name,
-            "path": str(profile.path.resolve()),
-            "sha256": profile.digest,
-            "start": profile.span.start.isoformat(),
-            "end": profile.span.end.isoformat(),
-            "company": profile.company.name,
-        },
-        opts.seed,
-        float(opts.scale),
-        writers.manifest_entry(opts),
-        model,
-    )
-    manifest["build"] = {
-        "shards": opts.shards,
-        "engine": opts.engine,
-        "runner": opts.runner if opts.engine == "prefect" else "in-process",
-    }
+    resumed = bundle.resumed
+    stages: dict[str, str] = dict(resumed.get("stages", {})) if resumed else {}
+    if resumed is not None and bundle.verify_hashes(resumed):
+        stages = {}  # a staged file changed since it was recorded: its stage runs again
+    manifest: dict[str, Any]
+    if stages and resumed is not None:
+        manifest = resumed
+        manifest["status"] = "in_progress"
+        manifest["build"].update(shards=opts.shards, resumed_from=sorted(stages))
+    else:
+        manifest = new_manifest(
+            {
+                "name": profile.name,
+                "path": str(profile.path.resolve()),
+                "sha256": profile.digest,
+                "start": profile.span.start.isoformat(),
+                "end": profile.span.end.isoformat(),
+                "company": profile.company.name,
+            },
+            opts.seed,
+            float(opts.scale),
+            writers.manifest_entry(opts),
+            model,
+        )
+        manifest["build"] = {
+            "shards": opts.shards,
+            "engine": opts.engine,
+            "runner": opts.runner if opts.engine == "prefect" else "in-process",
+            "resume_key": resume_key,
+        }
+        manifest["stages"] = {}
     bundle.write_manifest(manifest)
-    files: dict[str, str] = {}
+    files: dict[str, str] = dict(manifest.get("files", {})) if stages else {}
     objects: dict[str, dict[str, Any]] = {}
 
     def persist(name: str, frame: pd.DataFrame) -> None:
@@ -281,35 +314,41 @@ async def build_bundle(
 
     rc = RunContext(root, run, make_context(run, model, profile))
     t_gen = time.perf_counter()
-    steps: dict[str, float] = {}
+    steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
     task_info: dict[str, Any] | None = None
+    generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
     try:
-        result: GenerationResult = await generate(
-            rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
-        )
-        generation_seconds = time.perf_counter() - t_gen
-        for rel, payload in world_tables(result.ctx.world).items():
-            entry = (
-                bundle.write_frame(f"latent/{rel}", payload)
-                if isinstance(payload, pd.DataFrame)
-                else bundle.write_json(f"latent/{rel}", payload)
+        if "generate" not in stages:
+            result: GenerationResult = await generate(
+                rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
             )
-            files[entry.path] = entry.sha256
-        shutil.rmtree(root / WORK_DIR, ignore_errors=True)
-        steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
-        manifest.update(
-            objects={name: objects[name] for name in model.names},
-            files=dict(sorted(files.items())),
-            data_sha256=data_digest(files),
-            counts={name: objects[name]["rows"] for name in model.names},
-            text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
-        )
-        manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
-        bundle.write_manifest(manifest)
-        validation = validate_step(root, profile, model, manifest)
-        if not validation.ok:
-            manifest["status"] = "invalid"
-            raise ValidationFailed(validation, str(root / REPORT_PATH))
+            generation_seconds = time.perf_counter() - t_gen
+            for rel, payload in world_tables(result.ctx.world).items():
+                entry = (
+                    bundle.write_frame(f"latent/{rel}", payload)
+                    if isinstance(payload, pd.DataFrame)
+                    else bundle.write_json(f"latent/{rel}", payload)
+                )
+                files[entry.path] = entry.sha256
+            shutil.rmtree(root / WORK_DIR, ignore_errors=True)
+            steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
+            manifest.update(
+                objects={name: objects[name] for name in model.names},
+                files=dict(sorted(files.items())),
+                data_sha256=data_digest(files),
+                counts={name: objects[name]["rows"] for name in model.names},
+                text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
+            )
+            manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
+            manifest["stages"]["generate"] = "complete"
+            bundle.write_manifest(manifest)
+        if "validate" not in stages:
+            validation = validate_step(root, profile, model, manifest)
+            if not validation.ok:
+                manifest["status"] = "invalid"
+                raise ValidationFailed(validation, str(root / REPORT_PATH))
+            manifest["stages"]["validate"] = "complete"
+            bundle.write_manifest(manifest)
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
         if per_task > 0:

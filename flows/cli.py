@@ -66,7 +66,20 @@ def build(
         Path | None, typer.Option("--out", help="Output bundle folder (default output/<profile>).")
     ] = None,
     shards: Annotated[int, typer.Option(help="Split each object's work into this many parallel tasks.")] = 1,
-    force: Annotated[bool, typer.Option(help="Replace the contents of a non-empty output folder.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Replace an existing orgseed bundle in --out (it stays whole until the new one is complete). "
+            "A folder that is not an orgseed bundle is never replaced."
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue a killed or failed build of --out from the stages its staging folder records as "
+            "finished (same profile, seed, scale and writer); otherwise start afresh."
+        ),
+    ] = False,
     writer: Annotated[
         str,
         typer.Option(
@@ -147,6 +160,7 @@ def build(
         out=str(out_dir) if out_dir else None,
         shards=shards,
         force=force,
+        resume=resume,
         writer=writer,
         engine="local" if no_prefect else "prefect",
         runner=runner,
@@ -190,10 +204,12 @@ def build(
         except ValidationFailed as exc:
             bar.stop()
             print_validation(exc.report, exc.report_path)
+            _staged_note(opts)
             fail(exc)
             return
         except OrgseedError as exc:
             bar.stop()
+            _staged_note(opts)
             fail(exc)
             return
     table = Table(title=f"orgseed bundle: {report.root}", title_justify="left")
@@ -233,6 +249,20 @@ def build(
         out.print(
             f"validated: {checked['errors']} errors, {checked['warnings']} warnings in "
             f"{checked['seconds']:.2f} s (details in {checked['report']})"
+        )
+
+
+def _staged_note(opts: Any) -> None:
+    """After a failed build: where what it wrote is (the old bundle, if any, is untouched)."""
+    from orgs.bundle import STAGING_MARK, staging_path
+
+    staging = staging_path(opts.output().expanduser().resolve())
+    if (staging / STAGING_MARK).is_file():
+        err.print(
+            f"The unfinished build is in {staging} (its manifest, reports/ and data so far); {opts.output()} "
+            "was left as it was. Run the same command with --resume to continue from the stages it finished.",
+            highlight=False,
+            soft_wrap=True,
         )
 
 

@@ -33,6 +33,7 @@ class BuildOptions:
     out: str | None = None
     shards: int = 1
     force: bool = False
+    resume: bool = False  # continue the staged build of --out from the stages it finished
     writer: str = "offline"  # a name in the writer registry (generator/text/writers.py)
     engine: Engine = "prefect"
     runner: Runner = "threads"

@@ -248,6 +248,7 @@ class Bundle:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.target: Path | None = None  # a staged bundle's final place (see `prepare` and `publish`)
+        self.resumed: dict[str, Any] | None = None  # the staged manifest `prepare` resumes from
 
     # -- layout ------------------------------------------------------------------------------------------
 
@@ -262,12 +263,15 @@ class Bundle:
         return self.root / "data" / f"{sobject}.csv"
 
     @staticmethod
-    def prepare(root: Path, force: bool) -> Bundle:
+    def prepare(root: Path, force: bool, resume_key: str | None = None) -> Bundle:
         """A new bundle for `--out root`, staged in a folder beside it (see `staging_path`).
 
         Checks `root` first (`check_output_folder`; nothing is touched when it is refused), removes a stale
         staging folder an earlier, killed or failed build left, and returns the staged bundle: the build
         writes there and `publish()` swaps it in place of `root`, so until then the old bundle stays whole.
+
+        `resume_key`: keep a staging folder whose manifest has this `/build/resume_key` (the same run) and at
+        least one finished stage; `resumed` then holds its manifest (None when the build starts afresh).
         """
         target = check_output_folder(root, force)
         staging = staging_path(target)
@@ -277,6 +281,20 @@ class Bundle:
                 "build there. Move it away or choose another --out. Nothing was changed.",
                 file=str(staging),
             )
+        if staging.exists() and resume_key is not None:
+            staged = Bundle(staging)
+            try:
+                manifest = staged.read_manifest()
+            except BundleError:
+                manifest = None
+            if (
+                manifest is not None
+                and manifest.get("build", {}).get("resume_key") == resume_key
+                and manifest.get("stages")
+            ):
+                staged.target = target
+                staged.resumed = manifest
+                return staged
         if staging.exists():
             shutil.rmtree(staging)  # a stale staging folder: an earlier build of this --out did not finish
         staging.mkdir(parents=True)

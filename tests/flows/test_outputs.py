@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,85 @@ def test_an_unfinished_bundle_is_refused(
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert f"/status is '{status}', not 'complete'" in " ".join(res.stderr.split())
     assert snapshot(out) == before
+
+
+def kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 180
+    while not ready():
+        assert proc.poll() is None, "the build ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def staged_stages(staging: Path) -> dict[str, str]:
+    try:
+        return dict(json.loads((staging / "manifest.json").read_text()).get("stages") or {})
+    except (OSError, ValueError):  # not written yet, or caught mid-replace
+        return {}
+
+
+def test_resume_continues_a_killed_build_and_ends_byte_identical(tmp_path: Path, small_bundle: Path) -> None:
+    """Killed once its data is generated, `--resume` skips generation and ends with the same bytes as an
+    uninterrupted build (the session's small bundle: same profile, seed and scale)."""
+    out = tmp_path / "b"
+    staging = staging_path(out)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "build",
+            "--no-prefect",
+            "--profile",
+            str(SMALL_PROFILE),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    kill_when(proc, lambda: "generate" in staged_stages(staging))
+    assert not out.exists() and staging.exists()
+    res = build(out, "--resume")
+    assert res.returncode == 0, res.stderr
+    assert not staging.exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    reference = json.loads((small_bundle / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["build"]["resumed_from"][0] == "generate"  # generation was not run again
+    assert manifest["data_sha256"] == reference["data_sha256"]
+    for rel in reference["files"]:  # every data, latent and task file, byte for byte
+        assert (out / rel).read_bytes() == (small_bundle / rel).read_bytes(), rel
+
+
+def test_resume_of_another_run_starts_afresh(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    staging = staging_path(out)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "build",
+            "--no-prefect",
+            "--profile",
+            str(SMALL_PROFILE),
+            "--out",
+            str(out),
+            "--per-task",
+            "0",
+            "--seed",
+            "1",
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    kill_when(proc, lambda: "generate" in staged_stages(staging))
+    res = build(out, "--resume", "--per-task", "0", "--seed", "2")  # another seed: other data
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 2 and "resumed_from" not in manifest["build"]

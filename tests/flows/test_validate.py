@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from flows.build import BuildOptions, build_bundle
 from flows.cli import app
 from generator.pipeline import LocalExecutor
+from orgs.bundle import staging_path
 from tests.conftest import FIXTURES, copy_bundle
 from validators.findings import ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle
@@ -100,10 +101,12 @@ def test_build_fails_on_validation_errors_and_marks_the_manifest(tmp_path: Path)
     assert {f.rule for f in info.value.report.findings if f.severity.value == "error"} == {
         "integrity.cardinality"
     }
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["validated"] is False
+    staged = staging_path(out)  # a failed build is left in its staging folder; --out is not touched
+    assert not out.exists()
+    manifest = json.loads((staged / "manifest.json").read_text())
+    assert manifest["validated"] is False and manifest["status"] == "invalid"
     assert manifest["validation"]["errors"] == info.value.report.errors
-    assert (out / REPORT_PATH).exists()
+    assert (staged / REPORT_PATH).exists() and info.value.report_path == str(staged / REPORT_PATH)
 
 
 def test_build_command_exits_1_on_validation_errors(tmp_path: Path) -> None:
@@ -113,4 +116,5 @@ def test_build_command_exits_1_on_validation_errors(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "failed validation" in result.output
+    assert "with --resume to continue" in " ".join(result.output.split())
     assert "integrity.cardinality" in result.output

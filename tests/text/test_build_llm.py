@@ -16,6 +16,7 @@ from flows.build import BuildOptions, BuildReport, build_bundle
 from flows.cli import app
 from generator.pipeline import LocalExecutor
 from generator.text.llm import LLMVerificationError
+from orgs.bundle import staging_path
 from tests.conftest import SMALL_PROFILE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.text.conftest import SENTINEL_KEY
@@ -135,7 +136,7 @@ def test_failures_are_reported_and_fail_the_build_unless_filled(fake: FakeOpenAI
     cache = tmp_path / "llm.sqlite"
     with pytest.raises(LLMVerificationError, match="--fallback offline"):
         build(tmp_path / "strict", fake, cache)
-    report = json.loads((tmp_path / "strict" / "reports" / "llm_usage.json").read_text())
+    report = json.loads((staging_path(tmp_path / "strict") / "reports" / "llm_usage.json").read_text())
     assert report["failed_records"] > 0 and report["filled_by_offline"] == 0
     assert report["failures"][0]["reasons"] and report["failures"][0]["filled"] is False
 
@@ -198,7 +199,8 @@ def test_sustained_429s_end_the_cli_run_with_advice(fake: FakeOpenAI, tmp_path: 
         "No request to the LLM endpoint" in text and "--concurrency" in text and "--max-stall-seconds" in text
     )
     assert time.monotonic() - t0 < 8
-    assert (tmp_path / "b" / "reports" / "llm_usage.json").exists()
+    assert (staging_path(tmp_path / "b") / "reports" / "llm_usage.json").exists()
+    assert not (tmp_path / "b").exists()
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ import io
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,12 +58,117 @@ class FileEntry:
     rows: int | None = None
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, root: Path | None = None) -> str:
+    """The SHA-256 of a regular file (see `open_regular`: within `root` when given)."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_regular(path, root=root) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def open_regular(path: Path, root: Path | None = None, limit: int | None = None) -> io.BufferedReader:
+    """`path` opened for reading, only when it is a regular file (of at most `limit` bytes) and, when `root`
+    is given, inside `root` once links are followed. Anything else (a FIFO, a device, a folder, a link
+    leaving the bundle) is refused with a BundleError without reading from it, so a reader never hangs on
+    a pipe or reads /dev/zero forever."""
+    path = Path(path)
+    if root is not None:
+        try:
+            inside = path.resolve().is_relative_to(Path(root).resolve())
+        except (OSError, RuntimeError):  # a link loop
+            inside = False
+        if not inside:
+            raise BundleError(
+                f"{path} leads outside the bundle {root} (a link or a path with `..`); a bundle holds its own "
+                "files. Replace it with the file itself or rebuild the bundle.",
+                file=str(path),
+            )
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | os.O_NONBLOCK
+        )  # a FIFO opens at once instead of waiting for a writer
+    except FileNotFoundError:
+        raise BundleError(f"{path} is missing; restore it or rebuild the bundle.", file=str(path)) from None
+    except OSError as exc:
+        raise BundleError(f"{path} cannot be read ({exc.strerror}).", file=str(path)) from None
+    st = os.fstat(fd)
+    kind = _KINDS.get(stat.S_IFMT(st.st_mode))
+    if kind is not None or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BundleError(
+            f"{path} is {kind or 'not a regular file'}, not a file; orgseed reads only regular files in a bundle. "
+            "Replace it with the file the build wrote, or rebuild the bundle.",
+            file=str(path),
+        )
+    if limit is not None and st.st_size > limit:
+        os.close(fd)
+        raise BundleError(
+            f"{path} is {st.st_size:,} bytes; orgseed reads at most {limit:,} bytes from it. Rebuild the bundle.",
+            file=str(path),
+        )
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_text_regular(path: Path, label: str, root: Path | None = None, limit: int | None = None) -> str:
+    """A regular file's text (see `open_regular`), BundleError naming `label` when it is not UTF-8."""
+    with open_regular(path, root=root, limit=limit) as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{label}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=label) from exc
+
+
+MAX_JSON_DEPTH = 64
+
+
+def load_json_bounded(text: str, label: str) -> Any:
+    """JSON text with nesting bounded by MAX_JSON_DEPTH (deeper documents are refused before parsing)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    raise BundleError(
+                        f"{label}: nested more than {MAX_JSON_DEPTH} levels deep; orgseed never writes that. "
+                        "Rebuild the bundle.",
+                        file=label,
+                    )
+        elif ch in "]}":
+            depth -= 1
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BundleError(
+            f"{label}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); rebuild the bundle.",
+            file=label,
+            line=exc.lineno,
+        ) from exc
+    except (ValueError, RecursionError) as exc:  # e.g. an integer past Python's 4,300-digit limit
+        raise BundleError(f"{label}: unreadable JSON ({exc}); rebuild the bundle.", file=label) from exc
 
 
 def data_digest(entries: dict[str, str]) -> str:
@@ -392,22 +498,23 @@ class Bundle:
 
     def read_manifest(self) -> dict[str, Any]:
         path = self.manifest_path
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise BundleError(
                 f"{path} is missing: {self.root} is not an orgseed bundle (build one with `orgseed build`).",
                 file=str(path),
             )
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BundleError(
-                f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); rebuild the bundle.",
-                file=str(path),
-                line=exc.lineno,
-            ) from exc
+        text = read_text_regular(path, str(path), root=self.root, limit=MAX_MANIFEST_BYTES)
+        manifest = load_json_bounded(text, str(path))
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise BundleError(
                 f"{path}: /format must be `{FORMAT}`; this is not an orgseed manifest.", file=str(path)
+            )
+        seed = manifest.get("seed")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+            raise BundleError(
+                f"{path}: /seed must be an integer from 0 to 2**63 - 1 (got {str(seed)[:40]}); this manifest was "
+                "not written by orgseed. Rebuild the bundle.",
+                file=str(path),
             )
         if manifest.get("format_version") != FORMAT_VERSION:
             raise BundleError(
@@ -421,11 +528,18 @@ class Bundle:
         """Problems with the files the manifest lists (missing or changed), one sentence each."""
         manifest = manifest or self.read_manifest()
         problems = []
-        for rel, digest in sorted(manifest.get("files", {}).items()):
-            path = self.root / rel
+        files = manifest.get("files", {})
+        for rel, digest in sorted(files.items() if isinstance(files, dict) else []):
+            path = self.root / str(rel)
             if not path.exists():
                 problems.append(f"{path} is listed in the manifest but missing.")
-            elif sha256_file(path) != digest:
+                continue
+            try:
+                actual = sha256_file(path, root=self.root)
+            except BundleError as exc:
+                problems.append(str(exc))
+                continue
+            if actual != digest:
                 problems.append(
                     f"{path} does not match its SHA-256 in manifest.json (the file changed after the build); "
                     "rebuild the bundle or restore the file."
@@ -460,7 +574,7 @@ class Bundle:
                 line=1,
             )
 
-        return read_csv_lines(path, str(path), check_header)
+        return read_csv_lines(path, str(path), check_header, root=self.root)
 
     def read_object(self, spec: ObjectSpec) -> pd.DataFrame:
         """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
@@ -529,7 +643,10 @@ def new_manifest(
 
 
 def read_csv_lines(
-    path: Path, label: str, check_header: Callable[[list[str]], None] | None = None
+    path: Path,
+    label: str,
+    check_header: Callable[[list[str]], None] | None = None,
+    root: Path | None = None,
 ) -> pd.DataFrame:
     """A CSV as strings (None for empty) with a `_line` column holding each row's first line number.
 
@@ -537,10 +654,7 @@ def read_csv_lines(
     has no header, has a malformed row (unclosed quote, text after a closing quote) or a row whose cell count
     differs from the header's. `check_header` may reject the header before any row is read.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{label}: not UTF-8 ({exc.reason} at byte {exc.start}).", file=label) from exc
+    text = read_text_regular(path, label, root=root)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader)

@@ -66,6 +66,7 @@ _ELLIPSIS = ("...", "…")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 # Unicode's control characters (category Cc: U+0000-U+001F, U+007F-U+009F) except tab, line feed, return.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+CONTROL_PATTERN = _CONTROL.pattern  # for vectorised scans (pandas `str.contains`)
 
 
 def truncation(text: str, limit: int | None, prose: bool) -> str | None:

@@ -44,6 +44,11 @@ RULES: dict[str, Rule] = {
         Rule(
             "bundle.hash-mismatch", _F, "a file's SHA-256 differs from the manifest (changed after the build)"
         ),
+        Rule(
+            "bundle.unsafe-file",
+            _F,
+            "a listed file is not a regular file in the bundle (a FIFO, device, folder, or a link leaving it)",
+        ),
         Rule("bundle.csv", _F, "a CSV cannot be read (bad encoding, header, quoting or cell count)"),
         Rule("bundle.json", _F, "a JSON file of the bundle cannot be read"),
         Rule("bundle.profile", _F, "the profile the bundle was built with cannot be found or loaded"),
@@ -120,6 +125,7 @@ RULES: dict[str, Rule] = {
         Rule("rules.activated-order-items", _E, "an activated order has no items"),
         # -- text.py: free text and the latent world ----------------------------------------------------
         Rule("text.empty", _E, "a free-text field is empty or blank"),
+        Rule("text.control-character", _E, "a cell holds a NUL or another control character"),
         Rule(
             "text.truncated",
             _E,

@@ -8,14 +8,13 @@ Everything that can be read is still checked.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from orgs.bundle import Bundle, BundleError, read_csv_lines, sha256_file
+from orgs.bundle import Bundle, BundleError, load_json_bounded, read_csv_lines, read_text_regular, sha256_file
 from schemas.errors import OrgseedError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -87,7 +86,7 @@ def load_bundle(
         if not path.exists():
             continue  # reported by the manifest check when listed; otherwise the content checks are skipped
         try:
-            data.latent[name] = read_csv_lines(path, data.latent_file(name))
+            data.latent[name] = read_csv_lines(path, data.latent_file(name), root=root)
         except BundleError as exc:
             data.problems.append(
                 finding(
@@ -101,16 +100,10 @@ def load_bundle(
     policies = root / POLICIES
     if policies.exists():
         try:
-            loaded = json.loads(policies.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            line = getattr(exc, "lineno", None)
+            loaded = load_json_bounded(read_text_regular(policies, str(policies), root=root), str(policies))
+        except BundleError as exc:
             data.problems.append(
-                finding(
-                    "bundle.json",
-                    f"{policies}: not valid JSON ({exc}); rebuild the bundle.",
-                    file=POLICIES,
-                    line=line,
-                )
+                finding("bundle.json", str(exc), file=POLICIES, line=getattr(exc, "line", None))
             )
         else:
             if isinstance(loaded, dict):
@@ -140,8 +133,8 @@ def _check_files(root: Path, manifest: dict[str, Any]) -> list[Finding]:
             )
         ]
     for rel, digest in sorted(files.items()):
-        path = root / rel
-        if not path.exists():
+        path = root / str(rel)
+        if not path.exists() and not path.is_symlink():
             out.append(
                 finding(
                     "bundle.file-missing",
@@ -149,7 +142,13 @@ def _check_files(root: Path, manifest: dict[str, Any]) -> list[Finding]:
                     file=rel,
                 )
             )
-        elif sha256_file(path) != digest:
+            continue
+        try:
+            actual = sha256_file(path, root=root)
+        except BundleError as exc:
+            out.append(finding("bundle.unsafe-file", str(exc), file=str(rel)))
+            continue
+        if actual != digest:
             out.append(
                 finding(
                     "bundle.hash-mismatch",

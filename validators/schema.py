@@ -190,13 +190,18 @@ def json_types(prop: dict[str, Any]) -> frozenset[str]:
     return frozenset([t] if isinstance(t, str) else t)
 
 
+# Salesforce numbers have at most 18 digits; a longer cell stays text (a type finding), never an int() of
+# thousands of digits (Python refuses past 4,300) or a float that is silently infinite.
+MAX_NUMBER_CHARS = 40
+
+
 def convert_cell(cell: str | None, types: frozenset[str]) -> Any:
     """One CSV cell as the JSON value the schema sees (see the module docstring)."""
     if cell is None:
         return None
     if "boolean" in types and cell in ("true", "false"):
         return cell == "true"
-    if types & {"number", "integer"} and NUMBER_RE.fullmatch(cell):
+    if types & {"number", "integer"} and len(cell) <= MAX_NUMBER_CHARS and NUMBER_RE.fullmatch(cell):
         if any(c in cell for c in ".eE"):
             value = float(cell)
             return value if math.isfinite(value) else cell

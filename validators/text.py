@@ -34,7 +34,17 @@ import pandas as pd
 
 from schemas import textsim
 from schemas.model import OrgModel
-from schemas.textrules import FREE_TEXT, FreeText, agent_lines, contains, offered, states_window, truncation
+from schemas.textrules import (
+    CONTROL_PATTERN,
+    FREE_TEXT,
+    FreeText,
+    agent_lines,
+    contains,
+    control_characters,
+    offered,
+    states_window,
+    truncation,
+)
 from validators.findings import Finding, finding, show
 from validators.load import POLICIES, BundleData
 
@@ -67,6 +77,7 @@ def _file(sobject: str) -> str:
 def check_text(data: BundleData) -> list[Finding]:
     out: list[Finding] = []
     out.extend(_presence(data.raw, data.model))
+    out.extend(_controls(data.raw))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
     out.extend(_policies(data))
@@ -110,6 +121,34 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
                         field=spec.field,
                         file=_file(spec.sobject),
                         line=line,
+                    )
+                )
+    return out
+
+
+def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    """Every cell of every object holding a NUL or another control character (tabs and line breaks aside):
+    no field of a Salesforce record should, and many clients cut the text at a NUL."""
+    out = []
+    for sobject, frame in raw.items():
+        for column in frame.columns:
+            if column == "_line":
+                continue
+            cells = frame[column]
+            hits = cells.astype("string").str.contains(CONTROL_PATTERN, regex=True, na=False)
+            for pos in hits.to_numpy().nonzero()[0][:20]:  # the first 20 of a column; the count is in each
+                rid = frame["Id"].iat[pos] if "Id" in frame.columns else None
+                chars = ", ".join(control_characters(str(cells.iat[pos]))[:5])
+                out.append(
+                    finding(
+                        "text.control-character",
+                        f"{sobject} {rid}: `{column}` holds control characters ({chars}); remove them (a NUL "
+                        "cuts the text in many clients) or rebuild the bundle.",
+                        object=sobject,
+                        record=rid,
+                        field=column,
+                        file=_file(sobject),
+                        line=int(frame["_line"].iat[pos]),
                     )
                 )
     return out

@@ -182,6 +182,7 @@ def build(
     if dry_run:
         _dry_run(opts)
         return
+    _stale_note(opts)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -250,6 +251,31 @@ def build(
             f"validated: {checked['errors']} errors, {checked['warnings']} warnings in "
             f"{checked['seconds']:.2f} s (details in {checked['report']})"
         )
+
+
+def _stale_note(opts: Any) -> None:
+    """Before a build: say what becomes of an unfinished earlier build of the same --out."""
+    from flows.build import check_options
+    from orgs.bundle import STAGING_MARK, check_output_folder, staging_path
+
+    try:  # a refused build touches nothing and says why itself
+        check_options(opts)
+        check_output_folder(opts.output(), opts.force)
+    except OrgseedError:
+        return
+    staging = staging_path(opts.output().expanduser().resolve())
+    if staging.is_symlink() or not (staging / STAGING_MARK).is_file():
+        return
+    fate = (
+        "--resume continues it when it is the same run (profile, seed, scale, writer); otherwise it is removed"
+        if opts.resume
+        else "it is removed (pass --resume to continue it instead)"
+    )
+    err.print(
+        f"An unfinished earlier build of {opts.output()} is in {staging}: {fate}.",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _staged_note(opts: Any) -> None:

@@ -130,6 +130,7 @@ def test_a_killed_rebuild_leaves_the_old_bundle_whole_and_the_next_build_cleans_
     # The next build removes the stale staging folder and swaps the new bundle in, keeping the certificate.
     res = build(out, "--force")
     assert res.returncode == 0, res.stderr
+    assert "An unfinished earlier build" in res.stderr and "it is removed" in res.stderr
     assert not staging.exists()
     assert not any(p.name.startswith(".b.") for p in tmp_path.iterdir())
     old = json.loads(before["manifest.json"])

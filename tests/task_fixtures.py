@@ -102,7 +102,12 @@ def materialize(task: str, dst: Path) -> Path:
     else:
         (root / "latent").mkdir()
     (root / "tasks").mkdir()
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "profile": {"name": f"fixture-{task}"}}
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "seed": 0,  # a hand-written org has no generator seed; 0 satisfies the manifest contract
+        "profile": {"name": f"fixture-{task}"},
+    }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return root
 

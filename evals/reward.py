@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.crmarena import MONTHS
+from schemas.taskspec import MONTHS
 
 _PUNCT = set(string.punctuation) | {"\u2018", "\u2019", "\u00b4", "`"}
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -497,14 +497,15 @@ def tasks(
 
 
 def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None) -> Table:
-    from evals.tasks import ABBREVIATIONS
+    from evals.tasks import abbreviations
 
+    columns = list(abbreviations().values())
     table = Table(title=title, title_justify="left")
-    for col in ("Model", "Agentic Framework", *ABBREVIATIONS.values(), "Overall"):
+    for col in ("Model", "Agentic Framework", *columns, "Overall"):
         table.add_column(col, justify="left" if col in ("Model", "Agentic Framework") else "right")
     for r in sorted(rows, key=lambda r: -(r.get("Overall") or -1.0)):
         cells = [str(r["model"]), str(r["framework"])]
-        cells += ["-" if r.get(c) is None else f"{r[c]:g}" for c in (*ABBREVIATIONS.values(), "Overall")]
+        cells += ["-" if r.get(c) is None else f"{r[c]:g}" for c in (*columns, "Overall")]
         if mark is not None and r.get("run") == mark:
             cells = [f"[bold]{escape(c)}" for c in cells]
         else:
@@ -697,8 +698,9 @@ def crmarena(
 
 
 def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
-    from evals.tasks import ABBREVIATIONS
+    from evals.tasks import abbreviations
 
+    abbr = abbreviations()
     table = Table(
         title=f"orgseed eval dry run: {est['model']}, {est['framework']} (nothing sent)", title_justify="left"
     )
@@ -710,7 +712,7 @@ def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
 
     for task, row in est["tasks"].items():
         table.add_row(
-            ABBREVIATIONS.get(task, task),
+            abbr.get(task, task),
             f"{row['instances']:,}",
             f"{row['requests']:,}",
             f"{row['prompt_tokens']:,}",

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from generator.rng import np_rng
-from schemas.crmarena import MONTHS
 from schemas.profile import Profile
+from schemas.taskspec import MONTHS
 
 MONTH_NAMES = list(MONTHS)
 

@@ -56,16 +56,25 @@ def fail(exc: OrgseedError, code: int | None = None) -> None:
 @app.command()
 def build(
     profile: Annotated[
-        str, typer.Option(help="Profile name (schemas/profiles/<name>.toml) or path to a .toml file.")
+        str,
+        typer.Option(
+            help="Profile name (schemas/profiles/<name>.toml) or path to a .toml file.", metavar="TEXT"
+        ),
     ] = "crmarena",
     scale: Annotated[
-        float, typer.Option(help="Multiplies the volume objects (customers, orders, cases, ...).")
+        float,
+        typer.Option(help="Multiplies the volume objects (customers, orders, cases, ...).", metavar="FLOAT"),
     ] = 1.0,
-    seed: Annotated[int, typer.Option(help="Run seed; the same inputs give byte-identical data.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Run seed; the same inputs give byte-identical data.", metavar="INTEGER")
+    ] = 0,
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output bundle folder (default output/<profile>).")
+        Path | None,
+        typer.Option("--out", help="Output bundle folder (default output/<profile>).", metavar="PATH"),
     ] = None,
-    shards: Annotated[int, typer.Option(help="Split each object's work into this many parallel tasks.")] = 1,
+    shards: Annotated[
+        int, typer.Option(help="Split each object's work into this many parallel tasks.", metavar="INTEGER")
+    ] = 1,
     force: Annotated[
         bool,
         typer.Option(
@@ -84,30 +93,39 @@ def build(
         str,
         typer.Option(
             help="Text writer, by its registered name (the `orgseed.writers` entry points): offline (default; "
-            "no network), openai (any OpenAI-compatible endpoint), or one a plug-in package adds."
+            "no network), openai (any OpenAI-compatible endpoint), or one a plug-in package adds.",
+            metavar="TEXT",
         ),
     ] = "offline",
-    model: Annotated[str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.", metavar="TEXT")
+    ] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="LLM writer: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default OpenAI)."
+            help="LLM writer: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default OpenAI).",
+            metavar="TEXT",
         ),
     ] = None,
     cache: Annotated[
         Path | None,
         typer.Option(
-            help="LLM writer: the response cache file (default $ORGSEED_CACHE_DIR or ~/.cache/orgseed)."
+            help="LLM writer: the response cache file (default $ORGSEED_CACHE_DIR or ~/.cache/orgseed).",
+            metavar="PATH",
         ),
     ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="LLM writer: neither read nor write the response cache.")
     ] = False,
     concurrency: Annotated[
-        int, typer.Option(help="LLM writer: requests in flight at most.")
+        int, typer.Option(help="LLM writer: requests in flight at most.", metavar="INTEGER")
     ] = DEFAULT_CONCURRENCY,
-    rpm: Annotated[int | None, typer.Option(help="LLM writer: requests per minute at most.")] = None,
-    tpm: Annotated[int | None, typer.Option(help="LLM writer: tokens per minute at most.")] = None,
+    rpm: Annotated[
+        int | None, typer.Option(help="LLM writer: requests per minute at most.", metavar="INTEGER")
+    ] = None,
+    tpm: Annotated[
+        int | None, typer.Option(help="LLM writer: tokens per minute at most.", metavar="INTEGER")
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -116,15 +134,20 @@ def build(
     ] = False,
     fallback: Annotated[
         str | None,
-        typer.Option(help="LLM writer: `offline` fills texts that fail verification (else the build fails)."),
+        typer.Option(
+            help="LLM writer: `offline` fills texts that fail verification (else the build fails).",
+            metavar="TEXT",
+        ),
     ] = None,
     max_stall_seconds: Annotated[
-        float, typer.Option(help="LLM writer: fail when no request has succeeded for this long.")
+        float,
+        typer.Option(help="LLM writer: fail when no request has succeeded for this long.", metavar="FLOAT"),
     ] = DEFAULT_MAX_STALL_SECONDS,
     request_timeout: Annotated[
         float,
         typer.Option(
-            help="LLM writer: seconds a request may wait to connect, send or read before it is retried."
+            help="LLM writer: seconds a request may wait to connect, send or read before it is retried.",
+            metavar="FLOAT",
         ),
     ] = DEFAULT_REQUEST_TIMEOUT,
     no_prefect: Annotated[
@@ -132,12 +155,14 @@ def build(
     ] = False,
     runner: Annotated[Runner, typer.Option(help="Prefect task runner: threads or dask.")] = "threads",
     dask_address: Annotated[
-        str | None, typer.Option(help="Address of an existing Dask scheduler (with --runner dask).")
+        str | None,
+        typer.Option(help="Address of an existing Dask scheduler (with --runner dask).", metavar="TEXT"),
     ] = None,
     per_task: Annotated[
         int | None,
         typer.Option(
-            help="Task instances per CRMArena task (default: the profile's, 130 for crmarena; 0 = none)."
+            help="Task instances per CRMArena task (default: the profile's, 130 for crmarena; 0 = none).",
+            metavar="INTEGER",
         ),
     ] = None,
     answer_format: Annotated[
@@ -343,10 +368,15 @@ def _dry_run(opts: Any) -> None:
 
 @app.command()
 def validate(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (the one holding manifest.json).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (the one holding manifest.json).", metavar="BUNDLE")
+    ],
     profile: Annotated[
         str | None,
-        typer.Option(help="Profile for bounds and time span (default: the one the bundle was built with)."),
+        typer.Option(
+            help="Profile for bounds and time span (default: the one the bundle was built with).",
+            metavar="TEXT",
+        ),
     ] = None,
 ) -> None:
     """Check every record, reference, rule and text of a bundle; write reports/validation.json.
@@ -399,21 +429,28 @@ def print_validation(report: Report, report_path: str | None) -> None:
 
 @app.command()
 def serve(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).", metavar="BUNDLE")
+    ],
     host: Annotated[
-        str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).")
+        str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).", metavar="TEXT")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 0,
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.", metavar="INTEGER")] = 0,
     http: Annotated[bool, typer.Option("--http", help="Plain HTTP instead of HTTPS.")] = False,
     token: Annotated[
         str | None,
-        typer.Option(envvar="ORGSEED_TOKEN", help="Session token clients must send (default: a random one)."),
+        typer.Option(
+            envvar="ORGSEED_TOKEN",
+            help="Session token clients must send (default: a random one).",
+            metavar="TEXT",
+        ),
     ] = None,
     today: Annotated[
         str | None,
         typer.Option(
             help="The org's today (YYYY-MM-DD) for TODAY, LAST_N_DAYS:n, ... (default: the day after "
-            "the bundle's time span)."
+            "the bundle's time span).",
+            metavar="TEXT",
         ),
     ] = None,
     rebuild: Annotated[bool, typer.Option(help="Rebuild org.sqlite even if it is up to date.")] = False,
@@ -472,12 +509,17 @@ def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:
 
 @app.command()
 def tasks(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (with manifest.json).")],
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (with manifest.json).", metavar="BUNDLE")],
     per_task: Annotated[
-        int | None, typer.Option(help="Task instances per CRMArena task (default: as the bundle was built).")
+        int | None,
+        typer.Option(
+            help="Task instances per CRMArena task (default: as the bundle was built).", metavar="INTEGER"
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Task seed (default: the bundle's seed).")] = None,
-    answer_format: Annotated[str, typer.Option(help="scalar or list.")] = "scalar",
+    seed: Annotated[
+        int | None, typer.Option(help="Task seed (default: the bundle's seed).", metavar="INTEGER")
+    ] = None,
+    answer_format: Annotated[str, typer.Option(help="scalar or list.", metavar="TEXT")] = "scalar",
 ) -> None:
     """Regenerate a bundle's task files (tasks.json, schema.json, ground_truth.jsonl) and re-check every answer."""
     from flows.build import regenerate_tasks
@@ -516,26 +558,41 @@ def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None
 
 @app.command("eval")
 def eval_(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
-    model: Annotated[str | None, typer.Option(help="The model to evaluate, e.g. gpt-4o-mini.")] = None,
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (built by `orgseed build`).", metavar="BUNDLE")
+    ],
+    model: Annotated[
+        str | None, typer.Option(help="The model to evaluate, e.g. gpt-4o-mini.", metavar="TEXT")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+        str | None,
+        typer.Option(help="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.", metavar="TEXT"),
     ] = None,
     framework: Annotated[
-        str, typer.Option(help="function-calling (tools + respond), react (thought + tags) or act (tags).")
+        str,
+        typer.Option(
+            help="function-calling (tools + respond), react (thought + tags) or act (tags).", metavar="TEXT"
+        ),
     ] = "function-calling",
     tasks: Annotated[
         list[str] | None,
         typer.Option(
-            help="Tasks to run: names or NCR, HTU, TCU, NED, PVI, KQA, TII, MTA, BRI (comma-separated or repeated)."
+            help="Tasks to run: names or NCR, HTU, TCU, NED, PVI, KQA, TII, MTA, BRI (comma-separated or repeated).",
+            metavar="TEXT",
         ),
     ] = None,
-    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Instances run at the same time.")] = 4,
-    max_turns: Annotated[int, typer.Option(help="Model calls per instance at most (CRMArena: 20).")] = 20,
+    per_task: Annotated[
+        int | None, typer.Option(help="Run the first N instances of each task.", metavar="INTEGER")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Instances run at the same time.", metavar="INTEGER")] = 4,
+    max_turns: Annotated[
+        int, typer.Option(help="Model calls per instance at most (CRMArena: 20).", metavar="INTEGER")
+    ] = 20,
     agent: Annotated[
         str | None,
-        typer.Option(help="A built-in baseline instead of a model: oracle, none, majority or random."),
+        typer.Option(
+            help="A built-in baseline instead of a model: oracle, none, majority or random.", metavar="TEXT"
+        ),
     ] = None,
     raw_queries: Annotated[
         bool,
@@ -549,22 +606,33 @@ def eval_(
     ] = False,
     judge: Annotated[
         str | None,
-        typer.Option(help="ReAct/Act: parse answers with this model, as CRMArena does (default: rules)."),
+        typer.Option(
+            help="ReAct/Act: parse answers with this model, as CRMArena does (default: rules).",
+            metavar="TEXT",
+        ),
     ] = None,
-    run: Annotated[str | None, typer.Option(help="Run name (default <model or agent>-<framework>).")] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Run name (default <model or agent>-<framework>).", metavar="TEXT")
+    ] = None,
     cache: Annotated[
-        Path | None, typer.Option(help="The response cache file (default as the LLM writer).")
+        Path | None, typer.Option(help="The response cache file (default as the LLM writer).", metavar="PATH")
     ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
     ] = False,
     instance_url: Annotated[
         str | None,
-        typer.Option(help="An org to run against (with --session-id); default: BUNDLE served here."),
+        typer.Option(
+            help="An org to run against (with --session-id); default: BUNDLE served here.", metavar="TEXT"
+        ),
     ] = None,
-    session_id: Annotated[str | None, typer.Option(help="The session token of --instance-url.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
-    max_tokens: Annotated[int, typer.Option(help="Completion tokens per model call at most.")] = 2000,
+    session_id: Annotated[
+        str | None, typer.Option(help="The session token of --instance-url.", metavar="TEXT")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.", metavar="INTEGER")] = 0,
+    max_tokens: Annotated[
+        int, typer.Option(help="Completion tokens per model call at most.", metavar="INTEGER")
+    ] = 2000,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Estimate requests, tokens and cost; send nothing to the model.")
     ] = False,
@@ -648,26 +716,43 @@ def eval_(
 
 @app.command()
 def crmarena(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (built by `orgseed build`).", metavar="BUNDLE")
+    ],
     model: Annotated[
-        str, typer.Option(help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).")
+        str,
+        typer.Option(
+            help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).", metavar="TEXT"
+        ),
     ],
     checkout: Annotated[
-        Path | None, typer.Option(envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.")
+        Path | None,
+        typer.Option(
+            envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.", metavar="PATH"
+        ),
     ] = None,
     strategy: Annotated[
-        str, typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.")
+        str,
+        typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.", metavar="TEXT"),
     ] = "tool_call",
-    tasks: Annotated[list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).")] = None,
-    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
+    tasks: Annotated[
+        list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).", metavar="TEXT")
+    ] = None,
+    per_task: Annotated[
+        int | None, typer.Option(help="Run the first N instances of each task.", metavar="INTEGER")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.")
+        str | None,
+        typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.", metavar="TEXT"),
     ] = None,
     python: Annotated[
-        str | None, typer.Option(envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.")
+        str | None,
+        typer.Option(
+            envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.", metavar="TEXT"
+        ),
     ] = None,
-    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.")] = 20,
-    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.")] = "openai",
+    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.", metavar="INTEGER")] = 20,
+    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.", metavar="TEXT")] = "openai",
     aided: Annotated[bool, typer.Option(help="CRMArena's --agent_eval_mode aided.")] = False,
 ) -> None:
     """Run CRMArena's own harness (from your checkout) against this bundle, served here."""

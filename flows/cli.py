@@ -177,6 +177,7 @@ def build(
     from flows.options import BuildOptions
     from flows.run import run_build
     from generator.pipeline import Progress as Hooks
+    from generator.text.llm import LLMSettings
 
     opts = BuildOptions(
         profile=profile,
@@ -192,17 +193,19 @@ def build(
         dask_address=dask_address,
         per_task=per_task,
         answer_format=answer_format,
-        model=model,
-        base_url=base_url,
-        cache=str(cache) if cache else None,
-        no_cache=no_cache,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        dry_run=dry_run,
-        fallback=fallback,
-        max_stall_seconds=max_stall_seconds,
-        request_timeout=request_timeout,
+        llm=LLMSettings(
+            model=model or "",
+            base_url=base_url,
+            cache=str(cache) if cache else None,
+            use_cache=not no_cache,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            dry_run=dry_run,
+            fallback=fallback,
+            max_stall_seconds=max_stall_seconds,
+            request_timeout=request_timeout,
+        ),
     )
     if dry_run:
         _dry_run(opts)
@@ -328,7 +331,7 @@ def _dry_run(opts: Any) -> None:
     except OrgseedError as exc:
         fail(exc)
         return
-    table = Table(title=f"orgseed dry run: {opts.model} (nothing sent)", title_justify="left")
+    table = Table(title=f"orgseed dry run: {opts.llm.model} (nothing sent)", title_justify="left")
     for col in ("text kind", "records", "cached", "to send", "input tokens", "output tokens", "cost (USD)"):
         table.add_column(col, justify="left" if col == "text kind" else "right", no_wrap=col == "text kind")
 

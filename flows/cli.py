@@ -406,6 +406,54 @@ def validate(
     raise typer.Exit(report.exit_code)
 
 
+@app.command()
+def audit(
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (the one holding manifest.json).", metavar="BUNDLE")
+    ],
+    against: Annotated[
+        Path | None,
+        typer.Option(help="Another bundle: every figure side by side with its difference.", metavar="PATH"),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open reports/audit.html in the default browser afterwards.")
+    ] = False,
+) -> None:
+    """Audit a bundle's data quality: write reports/audit.html (a page to look at) and reports/audit.json.
+
+    Sections: integrity and cardinality, distributions against the profile, latent variables against what
+    the data shows, text diversity, task difficulty with naive baselines, LLM cost. Exit 0 when no section
+    fails (warnings allowed), 1 when one does, 2 when a bundle cannot be read or is unfinished.
+    """
+    import webbrowser
+
+    from validators.audit import run_audit, write_audit
+
+    try:
+        report = run_audit(bundle, against)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    json_path, html_path = write_audit(bundle, report)
+    table = Table(title=f"audit: {bundle}", title_justify="left")
+    for col in ("section", "verdict", "in one line"):
+        table.add_column(col)
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+    for s in report["sections"].values():
+        table.add_row(s["title"], f"[{style[s['verdict']]}]{s['verdict']}", escape(s["summary"]))
+    out.print(table)
+    for s in report["sections"].values():
+        for flag in s["flags"][:5]:
+            out.print(f"  [yellow]•[/] {escape(flag['what'])}", highlight=False)
+    if report.get("against"):
+        changed = sum(1 for r in report["against"]["figures"] if r["difference"] not in (0, 0.0))
+        out.print(f"against {against}: {changed:,} figure(s) differ (see the page's last section)")
+    out.print(f"report: {html_path}\nfigures: {json_path}  ({report['seconds']:.1f} s)", highlight=False)
+    if open_page:
+        webbrowser.open(html_path.resolve().as_uri())
+    raise typer.Exit(1 if report["verdict"] == "fail" else 0)
+
+
 def print_validation(report: Report, report_path: str | None) -> None:
     """The summary table of a validation report (per object and rule), then what cannot be read."""
     if report.findings:

@@ -154,3 +154,58 @@ def test_cli_writes_both_files_and_refuses_bad_input(small_bundle: Path, tmp_pat
     assert res.returncode == 2 and "/status" in res.stderr
     res = orgseed("audit", str(root), "--against", str(unfinished))
     assert res.returncode == 2 and "/status" in res.stderr
+
+
+# -- the live-org section (--instance-url / --session-id) -------------------------------------------------
+
+
+def test_a_served_org_matches_its_own_bundle(small_bundle: Path, tmp_path: Path) -> None:
+    from orgs.local import server_for
+
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    server = server_for(root)
+    report = run_audit(root, org=server.client())
+    jsonschema.Draft202012Validator(load_schema()).validate(report)
+    section = report["sections"]["org"]
+    assert section["verdict"] == "ok" and section["flags"] == [], section["flags"]
+    for o in section["figures"]["objects"]:
+        assert o["org"] == o["bundle"] == len(_rows(root / "data" / f"{o['object']}.csv")[1])
+        assert o["sampled"] == min(25, o["bundle"]) and o["missing_in_org"] == 0
+
+    # the same org against a bundle that has drifted from it: edited subjects, removed cases
+    drifted = copy_bundle(small_bundle, tmp_path / "d")
+    header, cases = _rows(drifted / "data" / "Case.csv")
+    for r in cases:
+        r["Subject"] = r["Subject"] + " (edited)"
+    _write(drifted / "data" / "Case.csv", header, cases[:-3])
+    report = run_audit(drifted, org=server.client())
+    flags = _flags(report, "org")
+    assert f"Case: {len(cases) - 3:,} in the bundle, {len(cases):,} in the org" in flags
+    assert any(f.startswith("Case.Subject: 25 of 25 sampled records differ") for f in flags)
+    assert report["sections"]["org"]["verdict"] == "fail" and report["verdict"] == "fail"
+
+
+def test_cli_audits_a_live_org_over_https_and_refuses_an_unreachable_one(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    import os
+
+    from orgs.local import server_for
+
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    server = server_for(root)
+    assert server.certificate is not None
+    env = {**os.environ, "REQUESTS_CA_BUNDLE": str(server.certificate.cert)}
+    url = f"https://{server.host}:{server.port}"
+    res = orgseed("audit", str(root), "--instance-url", url, "--session-id", server.token, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((root / "reports" / "audit.json").read_text())
+    assert doc["sections"]["org"]["figures"]["instance_url"].startswith(url)
+    assert server.token not in (root / "reports" / "audit.json").read_text()  # the secret is never written
+    assert server.token not in (root / "reports" / "audit.html").read_text()
+    res = orgseed("audit", str(root), "--instance-url", url, "--session-id", "wrong-token", env=env)
+    assert res.returncode == 2 and "refused the session" in res.stderr and "wrong-token" not in res.stderr
+    res = orgseed("audit", str(root), "--instance-url", "https://127.0.0.1:9", "--session-id", "x", env=env)
+    assert res.returncode == 2 and "cannot be reached" in res.stderr and "Traceback" not in res.stderr
+    res = orgseed("audit", str(root), "--instance-url", url, env={**env, "SF_ACCESS_TOKEN": ""})
+    assert res.returncode == 2 and "--session-id" in res.stderr

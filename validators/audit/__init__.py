@@ -2,7 +2,8 @@
 
 `run_audit(root, against=None)` computes every section of `validators/audit/figures.py` (integrity and
 cardinality, distributions, latent → observed, text, tasks, LLM cost) and, with `against`, the same for another
-bundle with every scalar figure side by side. `render_page(report)` renders the self-contained page (plots as
+bundle with every scalar figure side by side. With `org` (a simple-salesforce client), a live-org section compares the org with the bundle
+(`validators/audit/org.py`). `render_page(report)` renders the self-contained page (plots as
 inline SVG, no script, no network); `write_audit` writes both files atomically. `schemas/reports/audit.schema.json`
 is the JSON Schema of `audit.json`.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from orgs.bundle import Bundle, require_complete
 from schemas.model import SCHEMA_DIR
 from validators.audit.figures import SECTIONS, AuditData
+from validators.audit.org import live_org
 from validators.audit.page import render_page
 from validators.audit.plots import PLOTS
 
@@ -82,14 +84,19 @@ def compare(mine: dict[str, Any], theirs: dict[str, Any]) -> list[dict[str, Any]
     return rows
 
 
-def run_audit(root: Path | str, against: Path | str | None = None) -> dict[str, Any]:
-    """The audit of the bundle at `root` (and its comparison with `against`). BundleError (exit 2) when either
-    is not a complete orgseed bundle."""
+def run_audit(
+    root: Path | str, against: Path | str | None = None, org: Any = None, id_map: Path | None = None
+) -> dict[str, Any]:
+    """The audit of the bundle at `root` (and its comparison with `against`; with `org`, a simple-salesforce
+    client, the live org against the bundle). BundleError (exit 2) when a bundle is not a complete orgseed
+    bundle."""
     started = time.perf_counter()
     root = Path(root)
     manifest = require_complete(root)
     other_manifest = require_complete(Path(against)) if against is not None else None
     sections = _sections(root)
+    if org is not None:
+        sections["org"] = live_org(root, org, id_map, seed=int(manifest.get("seed", 0)))
     report: dict[str, Any] = {
         "format": FORMAT,
         "bundle": {

@@ -88,6 +88,12 @@ scale {{ report.against.bundle.scale }}, writer {{ report.against.bundle.writer 
 {% for p in s.figures.picklists %}<tr><td>{{ p.object }}.{{ p.field }}</td><td class="n">{{ p.records }}</td>
 <td class="n">{{ p.shares | length }} / {{ p.declared_values }}</td><td class="n">{{ p.entropy_bits }}</td>
 <td>{{ p.top }} ({{ p.top_share }})</td></tr>{% endfor %}</table></details>
+{% elif key == "org" %}
+<p class="meta">{{ s.figures.instance_url }}{% if s.figures.id_map %} · ids mapped by {{ s.figures.id_map }}{% endif %}</p>
+<table><tr><th>object</th><th>bundle</th><th>org</th><th>sampled</th><th>missing in the org</th><th>fields that differ</th></tr>
+{% for o in s.figures.objects %}<tr><td>{{ o.object }}</td><td class="n">{{ o.bundle }}</td><td class="n">{{ o.org }}</td>
+<td class="n">{{ o.sampled }}</td><td class="n">{{ o.missing_in_org }}</td>
+<td>{% for k, v in o.fields_differing.items() %}{{ k }} ({{ v }}) {% endfor %}</td></tr>{% endfor %}</table>
 {% elif key == "llm" %}
 <table>{% for k in ["writer", "model", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd"] %}
 <tr><td>{{ k }}</td><td class="n">{{ s.figures[k] }}</td></tr>{% endfor %}</table>

@@ -61,7 +61,10 @@ def test_report_is_valid_and_its_counts_match_the_csvs(clean: dict[str, Any], de
     assert clean["sections"]["integrity"]["verdict"] == "ok"
     effects = clean["sections"]["latent"]["figures"]["effects"]
     assert len(effects) == 5 and all(e["shows"] for e in effects), [(e["name"], e["ci95"]) for e in effects]
-    assert clean["sections"]["tasks"]["flags"] == [] and clean["sections"]["text"]["flags"] == []
+    assert clean["sections"]["tasks"]["flags"] == []
+    assert not any("word for word" in f for f in _flags(clean, "text"))
+    span = clean["sections"]["distributions"]["figures"]["span"]
+    assert span["cases_outside"] == 0 and span["profile_start"] <= span["first_case"]
 
 
 def test_planted_defects_are_each_flagged(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -23,6 +24,7 @@ from schemas.errors import OrgseedError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from schemas.taskspec import is_task, spec, task_names
+from schemas.textsim import DEFAULT_THRESHOLD, near_duplicates
 
 Section = dict[str, Any]
 
@@ -33,6 +35,8 @@ TVD_LIMIT = (
 MIN_PICKLIST_RECORDS = 30  # below this, shares say little: not flagged
 DUPLICATE_TEXT_SHARE = 0.05  # a text kind where more than this share of texts repeat another exactly
 NGRAM = 8  # the length of the repeated word sequences shown
+NEAR_DUPLICATE_SHARE = 0.2  # a text kind where more texts than this have a near-duplicate (shingle Jaccard)
+NEAR_DUPLICATE_SAMPLE = 4000  # texts per kind searched for near-duplicates (a seeded sample beyond that)
 MAJORITY_SHARE = 0.3  # a task whose most common non-None answer covers more than this share
 BOOTSTRAP = 400  # resamples behind each effect's 95% interval
 MIN_GROUP = 5  # an agent, product or state needs this many cases to count in an effect
@@ -225,10 +229,24 @@ def distributions(data: AuditData) -> Section:
     months = {str(int(m)): int(c) for m, c in monthly.items()}
     accounts = data.frame("Account")
     states = accounts["ShippingState"].dropna().astype(str).value_counts(normalize=True).round(4)
-    span = {
+    span: dict[str, Any] = {
         "first_case": created.min().strftime("%Y-%m-%d") if len(created) else None,
         "last_case": created.max().strftime("%Y-%m-%d") if len(created) else None,
     }
+    if data.profile is not None and len(created):
+        first, last = data.profile.span.start, data.profile.span.end
+        start = pd.Timestamp(first, tz="UTC")
+        end = pd.Timestamp(last, tz="UTC") + pd.Timedelta(days=1)
+        outside = int(((created < start) | (created >= end)).sum())
+        span.update(profile_start=str(first), profile_end=str(last), cases_outside=outside)
+        if outside:
+            flags.append(
+                {
+                    "what": f"Case: {outside} case(s) created outside the profile's span {first}..{last}",
+                    "object": "Case",
+                    "value": outside,
+                }
+            )
     mismatched = {
         k: (expected[k], counts.get(k)) for k in expected if k in counts and expected[k] != counts[k]
     }
@@ -464,6 +482,12 @@ def text(data: AuditData) -> Section:
             repeated = [{"text": g, "texts": c} for g, c in grams.most_common(5) if c > 1]
             exact = Counter(texts)
             dup_texts = sum(c - 1 for c in exact.values() if c > 1)
+            ids = frame.loc[frame[field].notna(), "Id"].astype(str).tolist()
+            picked = list(range(len(texts)))
+            if len(picked) > NEAR_DUPLICATE_SAMPLE:  # bounded time and memory at any scale
+                picked = sorted(random.Random(f"{sobject}.{field}").sample(picked, NEAR_DUPLICATE_SAMPLE))
+            pairs = [(picked[a], picked[b], sim) for a, b, sim in near_duplicates([texts[i] for i in picked])]
+            in_pairs = {i for a, b, _ in pairs for i in (a, b)}
             openings = Counter(" ".join(t[:3]) for t in tokens if t)
             top_opening, top_opening_count = openings.most_common(1)[0] if openings else ("", 0)
             kind: dict[str, Any] = {
@@ -474,6 +498,12 @@ def text(data: AuditData) -> Section:
                 "distinct_1": round(len(set(unigrams)) / max(1, len(unigrams)), 4),
                 "distinct_2": round(len(set(bigrams)) / max(1, len(bigrams)), 4),
                 "duplicate_share": round(dup_texts / len(texts), 4),
+                "near_duplicate_pairs": len(pairs),
+                "near_duplicate_share": round(len(in_pairs) / len(picked), 4),
+                "near_duplicate_searched": len(picked),
+                "near_duplicate_examples": [
+                    {"a": ids[a], "b": ids[b], "similarity": round(sim, 3)} for a, b, sim in pairs[:3]
+                ],
                 "repeated_8grams": repeated,
                 "top_opening": top_opening,
                 "top_opening_share": round(top_opening_count / len(texts), 4),
@@ -487,8 +517,17 @@ def text(data: AuditData) -> Section:
                         "value": kind["duplicate_share"],
                     }
                 )
+            if kind["near_duplicate_share"] > NEAR_DUPLICATE_SHARE:
+                flags.append(
+                    {
+                        "what": f"{sobject}.{field}: {kind['near_duplicate_share']:.0%} of {len(picked)} texts searched have a "
+                        f"near-duplicate (word-shingle Jaccard >= {DEFAULT_THRESHOLD}; {len(pairs):,} pairs)",
+                        "object": sobject,
+                        "value": kind["near_duplicate_share"],
+                    }
+                )
     writer = (data.manifest.get("writer") or {}).get("name", "offline")
-    summary = f"{sum(k['texts'] for k in kinds):,} texts in {len(kinds)} kinds (writer: {writer}); {len(flags)} kind(s) with many exact duplicates"
+    summary = f"{sum(k['texts'] for k in kinds):,} texts in {len(kinds)} kinds (writer: {writer}); {len(flags)} kind(s) with many exact or near duplicates"
     return {
         "verdict": _verdict(flags),
         "summary": summary,
@@ -578,6 +617,7 @@ def llm(data: AuditData) -> Section:
         "model": writer.get("model"),
         "requests": totals.get("requests", 0),
         "cache_hits": totals.get("cache_hits", 0),
+        "repairs": totals.get("repairs", 0),
         "prompt_tokens": totals.get("prompt_tokens", 0),
         "completion_tokens": totals.get("completion_tokens", 0),
         "cost_usd": totals.get("cost_usd", 0.0),

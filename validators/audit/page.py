@@ -68,10 +68,10 @@ scale {{ report.against.bundle.scale }}, writer {{ report.against.bundle.writer 
 <td class="n">{{ t.baseline_random }}</td></tr>{% endfor %}</table>
 {% elif key == "text" %}
 <table><tr><th>text</th><th>texts</th><th>words p50 (p90)</th><th>distinct-1</th><th>distinct-2</th><th>exact repeats</th>
-<th>most common opening</th></tr>
+<th>near-duplicates</th><th>most common opening</th></tr>
 {% for k in s.figures.kinds %}<tr><td>{{ k.object }}.{{ k.field }}</td><td class="n">{{ k.texts }}</td>
 <td class="n">{{ k.words.p50 }} ({{ k.words.p90 }})</td><td class="n">{{ k.distinct_1 }}</td><td class="n">{{ k.distinct_2 }}</td>
-<td class="n">{{ k.duplicate_share }}</td><td>“{{ k.top_opening }}” ({{ k.top_opening_share }})</td></tr>{% endfor %}</table>
+<td class="n">{{ k.duplicate_share }}</td><td class="n">{{ k.near_duplicate_share }} ({{ k.near_duplicate_pairs }} pairs)</td><td>“{{ k.top_opening }}” ({{ k.top_opening_share }})</td></tr>{% endfor %}</table>
 <details><summary>most repeated {{ 8 }}-word sequences</summary><table>
 {% for k in s.figures.kinds %}{% for g in k.repeated_8grams %}<tr><td>{{ k.object }}.{{ k.field }}</td><td>{{ g.text }}</td>
 <td class="n">{{ g.texts }}</td></tr>{% endfor %}{% endfor %}</table></details>
@@ -95,7 +95,7 @@ scale {{ report.against.bundle.scale }}, writer {{ report.against.bundle.writer 
 <td class="n">{{ o.sampled }}</td><td class="n">{{ o.missing_in_org }}</td>
 <td>{% for k, v in o.fields_differing.items() %}{{ k }} ({{ v }}) {% endfor %}</td></tr>{% endfor %}</table>
 {% elif key == "llm" %}
-<table>{% for k in ["writer", "model", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd"] %}
+<table>{% for k in ["writer", "model", "requests", "cache_hits", "repairs", "prompt_tokens", "completion_tokens", "cost_usd"] %}
 <tr><td>{{ k }}</td><td class="n">{{ s.figures[k] }}</td></tr>{% endfor %}</table>
 {% endif %}
 </section>

@@ -60,7 +60,7 @@ def test_report_is_valid_and_its_counts_match_the_csvs(clean: dict[str, Any], de
     # a clean org: no broken references, every hidden variable shows, no degenerate task, no copied texts
     assert clean["sections"]["integrity"]["verdict"] == "ok"
     effects = clean["sections"]["latent"]["figures"]["effects"]
-    assert len(effects) == 5 and all(e["shows"] for e in effects), [(e["name"], e["ci95"]) for e in effects]
+    assert len(effects) == 6 and all(e["shows"] for e in effects), [(e["name"], e["ci95"]) for e in effects]
     assert clean["sections"]["tasks"]["flags"] == []
     assert not any("word for word" in f for f in _flags(clean, "text"))
     span = clean["sections"]["distributions"]["figures"]["span"]

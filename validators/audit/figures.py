@@ -439,6 +439,9 @@ def latent_effects(data: AuditData) -> Section:
                 seed + 4,
             )
         )
+    violation = _violation_effect(data, cases, seed + 5)
+    if violation is not None:
+        effects.append(violation)
     flags = [
         {
             "what": f"{e['name']}: no clear effect (rho {e['rho']}, 95% CI {e['ci95']}, n={e['n']})",
@@ -452,6 +455,42 @@ def latent_effects(data: AuditData) -> Section:
     if not effects:
         summary = "no latent world in this bundle (latent/world/ is missing)"
     return {"verdict": _verdict(flags), "summary": summary, "figures": {"effects": effects}, "flags": flags}
+
+
+def _violation_effect(data: AuditData, cases: pd.DataFrame, seed: int) -> dict[str, Any] | None:
+    """Cases the latent world labels as policy violations against cases whose emails or chat offer a remedy
+    the issue's policy does not allow (the remedy's phrase, policies.json, in the text)."""
+    latent, issues = data.latent("Case"), data.world("issues")
+    policy_path = data.root / "latent" / "world" / "policies.json"
+    if latent is None or issues is None or not policy_path.is_file() or "_violation" not in latent:
+        return None
+    policies = json.loads(policy_path.read_text(encoding="utf-8"))
+    phrases = {k: str(v["phrase"]).lower() for k, v in policies["remedies"].items()}
+    texts: dict[str, list[str]] = {}
+    emails = data.frame("EmailMessage")
+    for parent, body in zip(emails["ParentId"], emails["TextBody"], strict=True):
+        texts.setdefault(str(parent), []).append(str(body or "").lower())
+    chats = data.frame("LiveChatTranscript")
+    for case, body in zip(chats["CaseId"], chats["Body"], strict=True):
+        texts.setdefault(str(case), []).append(str(body or "").lower())
+    labels, offered = [], []
+    for case_id, issue, label in zip(latent["Id"], latent["_issue"], latent["_violation"], strict=True):
+        if pd.isna(issue):
+            continue
+        name = str(issues["issue"].iloc[_row(issue)])
+        allowed = set((policies["issues"].get(name) or {}).get("remedies", {}))
+        body = " ".join(texts.get(str(case_id), []))
+        offered.append(float(any(p in body for k, p in phrases.items() if k not in allowed)))
+        labels.append(1.0 if str(label).lower() == "true" else 0.0)
+    return effect(
+        "policy violations → texts",
+        "the case's violation label",
+        "its emails or chat offer a remedy the issue's policy does not allow",
+        +1,
+        labels,
+        offered,
+        seed,
+    )
 
 
 # -- text --------------------------------------------------------------------------------------------------

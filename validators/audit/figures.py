@@ -233,6 +233,31 @@ def distributions(data: AuditData) -> Section:
         "first_case": created.min().strftime("%Y-%m-%d") if len(created) else None,
         "last_case": created.max().strftime("%Y-%m-%d") if len(created) else None,
     }
+    regional = (data.profile.latent.get("regions") or {}).get("states") if data.profile else None
+    if isinstance(regional, dict) and regional and len(accounts) >= MIN_PICKLIST_RECORDS:
+        weights = {str(k): float(v.get("weight", 0.0)) for k, v in regional.items() if isinstance(v, dict)}
+        total = sum(weights.values()) or 1.0
+        observed = {str(k): float(v) for k, v in states.items()}
+        tvd = 0.5 * sum(
+            abs(observed.get(k, 0.0) - weights.get(k, 0.0) / total) for k in set(weights) | set(observed)
+        )
+        region_tvd: float | None = round(tvd, 4)
+        # what sampling alone gives: the 95th percentile of the distance of n draws from the profile's weights
+        keys = sorted(weights)
+        probs = np.array([weights[k] / total for k in keys])
+        draws = np.random.default_rng(0).multinomial(len(accounts), probs, size=200) / len(accounts)
+        noise = float(np.percentile(0.5 * np.abs(draws - probs).sum(axis=1), 95))
+        if tvd > max(TVD_LIMIT, noise):
+            flags.append(
+                {
+                    "what": f"Account.ShippingState: the regional mix differs from the profile's state weights by "
+                    f"{tvd:.2f} (total variation; sampling alone gives up to {noise:.2f})",
+                    "object": "Account",
+                    "value": round(tvd, 4),
+                }
+            )
+    else:
+        region_tvd = None
     if data.profile is not None and len(created):
         first, last = data.profile.span.start, data.profile.span.end
         start = pd.Timestamp(first, tz="UTC")
@@ -268,6 +293,7 @@ def distributions(data: AuditData) -> Section:
             "picklists": picklists,
             "cases_by_month": months,
             "accounts_by_state": {str(k): float(v) for k, v in states.items()},
+            "regional_mix_tvd": region_tvd,
             "span": span,
         },
         "flags": flags,

@@ -31,7 +31,7 @@ from typing import Any
 
 from evals.leaderboard import board_row, markdown
 from evals.runner import _atomic_write, collect_leaderboard
-from evals.tasks import EXTERNAL_TASKS, BundleTasks, resolve_tasks
+from evals.tasks import BundleTasks, external_tasks, resolve_tasks
 from schemas.errors import UsageError
 
 STRATEGIES = {"tool_call": "function-calling", "tool_call_flex": "function-calling", "react": "react"}
@@ -116,7 +116,7 @@ def run_harness(s: HarnessSettings, *, extra_env: dict[str, str] | None = None) 
             "checkout": str(checkout),
             "tasks": tasks,
             "schema": bundle.schema,
-            "external_tasks": sorted(EXTERNAL_TASKS),
+            "external_tasks": sorted(external_tasks()),
             "instance_url": server.url,
             "session_id": server.token,
             "argv": [

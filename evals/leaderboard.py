@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from evals.tasks import ABBREVIATIONS, COLUMNS
+from evals.tasks import abbreviations
 
 FRAMEWORK_NAMES = {"function-calling": "Function Calling", "react": "ReAct", "act": "Act"}
 
@@ -25,8 +25,9 @@ def task_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float 
 def board_row(
     model: str, framework: str, scores: Mapping[str, Mapping[str, float | int]], **extra: Any
 ) -> dict[str, Any]:
+    abbr = abbreviations()
     cols: dict[str, float | None] = {
-        ABBREVIATIONS[t]: (float(scores[t]["score"]) if t in scores else None) for t in COLUMNS
+        a: (float(scores[t]["score"]) if t in scores else None) for t, a in abbr.items()
     }
     present = [v for v in cols.values() if v is not None]
     overall = round(sum(present) / len(present), 1) if present else None
@@ -35,7 +36,7 @@ def board_row(
         "framework": FRAMEWORK_NAMES.get(framework, framework),
         **cols,
         "Overall": overall,
-        "instances": {ABBREVIATIONS[t]: int(s["instances"]) for t, s in scores.items() if t in ABBREVIATIONS},
+        "instances": {abbr[t]: int(s["instances"]) for t, s in scores.items() if t in abbr},
         **extra,
     }
 
@@ -48,7 +49,8 @@ def _cell(v: Any) -> str:
 
 def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """A Markdown table, best Overall first."""
-    head = ["Model", "Agentic Framework", *ABBREVIATIONS.values(), "Overall"]
+    columns = list(abbreviations().values())
+    head = ["Model", "Agentic Framework", *columns, "Overall"]
     lines = [
         "| " + " | ".join(head) + " |",
         "|" + "|".join(["---", "---"] + ["---:"] * (len(head) - 2)) + "|",
@@ -57,7 +59,7 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
         cells = [
             str(r["model"]),
             str(r["framework"]),
-            *(_cell(r.get(c)) for c in ABBREVIATIONS.values()),
+            *(_cell(r.get(c)) for c in columns),
             _cell(r.get("Overall")),
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.crmarena import MONTHS
+from schemas.taskspec import MONTHS, is_task, spec
 
 _PUNCT = set(string.punctuation) | {"\u2018", "\u2019", "\u00b4", "`"}
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -79,9 +79,10 @@ def extract_answers(text: str, task: str) -> list[str]:
     """The Ids (month names for monthly trend, state codes for best region) in `text`, in order, without
     repeats; ['None'] when there are none."""
     found: list[str] = []
-    if task == "monthly_trend_analysis":
+    kind = spec(task).answer if is_task(task) else "id"  # what the task's answers are (schemas/taskspec.py)
+    if kind == "month":
         found = [m.group(1).capitalize() for m in _MONTH.finditer(text)]
-    elif task == "best_region_identification":
+    elif kind == "state":
         hits = [(m.start(), m.group(1)) for m in _STATE_CODE.finditer(text)]
         hits += [(m.start(), STATES[_title(m.group(1))]) for m in _STATE_NAME.finditer(text)]
         found = [code for _, code in sorted(hits)]

@@ -38,7 +38,7 @@ from evals.agents import (
 from evals.frameworks import FRAMEWORKS, Outcome, run_episode, tool_schemas
 from evals.leaderboard import board_row, markdown, task_scores
 from evals.reward import Parser, Score, extract_answers, score_chat, score_function_calling
-from evals.tasks import EXTERNAL_TASKS, BundleTasks, Instance, resolve_tasks
+from evals.tasks import BundleTasks, Instance, external_tasks, resolve_tasks
 from orgs.crmarena_tools import Connector, OrgUnreachable
 from schemas.errors import UsageError
 
@@ -229,7 +229,7 @@ def system_for(s: EvalSettings, tasks: BundleTasks, inst: Instance) -> str:
         inst.required,
         inst.optional if s.aided else "",
         raw_queries=s.raw_queries,
-        external=inst.task in EXTERNAL_TASKS,
+        external=inst.task in external_tasks(),
     )
 
 

@@ -7,24 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.crmarena import TASK_ORDER
 from schemas.errors import UsageError
+from schemas.taskspec import leaderboard_order, specs, task_names
 
-# The leaderboard's column of each task, in its column order (seeds/crmarena-leaderboard.txt).
-ABBREVIATIONS: dict[str, str] = {
-    "case_routing": "NCR",
-    "handle_time": "HTU",
-    "transfer_count": "TCU",
-    "named_entity_disambiguation": "NED",
-    "policy_violation_identification": "PVI",
-    "knowledge_qa": "KQA",
-    "top_issue_identification": "TII",
-    "monthly_trend_analysis": "MTA",
-    "best_region_identification": "BRI",
-}
-COLUMNS: tuple[str, ...] = tuple(ABBREVIATIONS)  # task names in leaderboard column order
-# CRMArena's harness treats these as customer-facing ("external") tasks (reference §1, assets.py).
-EXTERNAL_TASKS = frozenset({"knowledge_qa", "named_entity_disambiguation"})
+
+def abbreviations() -> dict[str, str]:
+    """Task name → the leaderboard's column, in its column order (seeds/crmarena-leaderboard.txt), for the
+    registered tasks (schemas/taskspec.py)."""
+    return {s.name: s.abbreviation for s in leaderboard_order()}
+
+
+def external_tasks() -> frozenset[str]:
+    """The tasks CRMArena's harness treats as customer-facing ("external") (reference §1, assets.py)."""
+    return frozenset(s.name for s in specs() if s.external)
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,7 @@ class BundleTasks:
 
     def select(self, tasks: list[str] | None = None, per_task: int | None = None) -> list[Instance]:
         """The instances of `tasks` (all when None), the first `per_task` of each in idx order."""
-        wanted = resolve_tasks(tasks) if tasks else list(TASK_ORDER)
+        wanted = resolve_tasks(tasks) if tasks else list(task_names())
         out: list[Instance] = []
         for name in wanted:
             mine = sorted((i for i in self.instances if i.task == name), key=lambda i: i.idx)
@@ -121,21 +116,22 @@ def normalise_answer(answer: Any) -> tuple[str, ...]:
 
 def resolve_tasks(names: list[str]) -> list[str]:
     """Task names from names or leaderboard abbreviations (NCR, htu, ...), in block order."""
-    by_abbr = {v.lower(): k for k, v in ABBREVIATIONS.items()}
+    abbr = abbreviations()
+    by_abbr = {v.lower(): k for k, v in abbr.items()}
     out: set[str] = set()
     for raw in names:
         for name in (n.strip() for n in raw.split(",")):
             if not name:
                 continue
             key = by_abbr.get(name.lower(), name)
-            if key not in TASK_ORDER:
+            if key not in abbr:
                 raise UsageError(
-                    f"--tasks: unknown task {name!r}; use task names ({', '.join(TASK_ORDER)}) or their "
-                    f"abbreviations ({', '.join(ABBREVIATIONS.values())}).",
+                    f"--tasks: unknown task {name!r}; use task names ({', '.join(task_names())}) or their "
+                    f"abbreviations ({', '.join(abbr.values())}).",
                     task=name,
                 )
             out.add(key)
-    return [t for t in TASK_ORDER if t in out]
+    return [t for t in task_names() if t in out]
 
 
 def _load_json(path: Path) -> Any:

@@ -107,6 +107,10 @@ def check_options(opts: BuildOptions) -> None:
     if opts.answer_format not in ANSWER_FORMATS:
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     check_writer_options(opts)
+    if opts.per_task:
+        from flows.tasks import require_complete_registry
+
+        require_complete_registry()
 
 
 def check_tasks_through_the_org(root: Path) -> dict[str, Any]:
@@ -149,9 +153,11 @@ async def make_tasks(
     root: Path, seed: int, per_task: int, writer: TextWriter, answer_format: str, model: OrgModel
 ) -> dict[str, Any]:
     """Build the task files, re-derive every answer independently, and describe them for the manifest."""
+    from flows.tasks import require_complete_registry
     from generator.tasks import build_tasks
     from validators.tasks import check_tasks
 
+    require_complete_registry()
     task_set = await build_tasks(root, seed, per_task, writer, answer_format, model)
     bundle = Bundle(root)
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
@@ -391,8 +397,10 @@ def regenerate_tasks(
     root: Path, per_task: int | None, seed: int | None, answer_format: str
 ) -> dict[str, Any]:
     """`orgseed tasks`: rebuild the task files of an existing bundle and record them in its manifest."""
+    from flows.tasks import require_complete_registry
     from generator.text.offline import OfflineWriter
 
+    require_complete_registry()
     if per_task is not None and per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task}).")
     if answer_format not in ("scalar", "list"):

@@ -56,16 +56,25 @@ def fail(exc: OrgseedError, code: int | None = None) -> None:
 @app.command()
 def build(
     profile: Annotated[
-        str, typer.Option(help="Profile name (schemas/profiles/<name>.toml) or path to a .toml file.")
+        str,
+        typer.Option(
+            help="Profile name (schemas/profiles/<name>.toml) or path to a .toml file.", metavar="TEXT"
+        ),
     ] = "crmarena",
     scale: Annotated[
-        float, typer.Option(help="Multiplies the volume objects (customers, orders, cases, ...).")
+        float,
+        typer.Option(help="Multiplies the volume objects (customers, orders, cases, ...).", metavar="FLOAT"),
     ] = 1.0,
-    seed: Annotated[int, typer.Option(help="Run seed; the same inputs give byte-identical data.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Run seed; the same inputs give byte-identical data.", metavar="INTEGER")
+    ] = 0,
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output bundle folder (default output/<profile>).")
+        Path | None,
+        typer.Option("--out", help="Output bundle folder (default output/<profile>).", metavar="PATH"),
     ] = None,
-    shards: Annotated[int, typer.Option(help="Split each object's work into this many parallel tasks.")] = 1,
+    shards: Annotated[
+        int, typer.Option(help="Split each object's work into this many parallel tasks.", metavar="INTEGER")
+    ] = 1,
     force: Annotated[
         bool,
         typer.Option(
@@ -84,30 +93,39 @@ def build(
         str,
         typer.Option(
             help="Text writer, by its registered name (the `orgseed.writers` entry points): offline (default; "
-            "no network), openai (any OpenAI-compatible endpoint), or one a plug-in package adds."
+            "no network), openai (any OpenAI-compatible endpoint), or one a plug-in package adds.",
+            metavar="TEXT",
         ),
     ] = "offline",
-    model: Annotated[str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="LLM writer: the model name, e.g. gpt-4o-mini.", metavar="TEXT")
+    ] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="LLM writer: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default OpenAI)."
+            help="LLM writer: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default OpenAI).",
+            metavar="TEXT",
         ),
     ] = None,
     cache: Annotated[
         Path | None,
         typer.Option(
-            help="LLM writer: the response cache file (default $ORGSEED_CACHE_DIR or ~/.cache/orgseed)."
+            help="LLM writer: the response cache file (default $ORGSEED_CACHE_DIR or ~/.cache/orgseed).",
+            metavar="PATH",
         ),
     ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="LLM writer: neither read nor write the response cache.")
     ] = False,
     concurrency: Annotated[
-        int, typer.Option(help="LLM writer: requests in flight at most.")
+        int, typer.Option(help="LLM writer: requests in flight at most.", metavar="INTEGER")
     ] = DEFAULT_CONCURRENCY,
-    rpm: Annotated[int | None, typer.Option(help="LLM writer: requests per minute at most.")] = None,
-    tpm: Annotated[int | None, typer.Option(help="LLM writer: tokens per minute at most.")] = None,
+    rpm: Annotated[
+        int | None, typer.Option(help="LLM writer: requests per minute at most.", metavar="INTEGER")
+    ] = None,
+    tpm: Annotated[
+        int | None, typer.Option(help="LLM writer: tokens per minute at most.", metavar="INTEGER")
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -116,15 +134,20 @@ def build(
     ] = False,
     fallback: Annotated[
         str | None,
-        typer.Option(help="LLM writer: `offline` fills texts that fail verification (else the build fails)."),
+        typer.Option(
+            help="LLM writer: `offline` fills texts that fail verification (else the build fails).",
+            metavar="TEXT",
+        ),
     ] = None,
     max_stall_seconds: Annotated[
-        float, typer.Option(help="LLM writer: fail when no request has succeeded for this long.")
+        float,
+        typer.Option(help="LLM writer: fail when no request has succeeded for this long.", metavar="FLOAT"),
     ] = DEFAULT_MAX_STALL_SECONDS,
     request_timeout: Annotated[
         float,
         typer.Option(
-            help="LLM writer: seconds a request may wait to connect, send or read before it is retried."
+            help="LLM writer: seconds a request may wait to connect, send or read before it is retried.",
+            metavar="FLOAT",
         ),
     ] = DEFAULT_REQUEST_TIMEOUT,
     no_prefect: Annotated[
@@ -132,12 +155,14 @@ def build(
     ] = False,
     runner: Annotated[Runner, typer.Option(help="Prefect task runner: threads or dask.")] = "threads",
     dask_address: Annotated[
-        str | None, typer.Option(help="Address of an existing Dask scheduler (with --runner dask).")
+        str | None,
+        typer.Option(help="Address of an existing Dask scheduler (with --runner dask).", metavar="TEXT"),
     ] = None,
     per_task: Annotated[
         int | None,
         typer.Option(
-            help="Task instances per CRMArena task (default: the profile's, 130 for crmarena; 0 = none)."
+            help="Task instances per CRMArena task (default: the profile's, 130 for crmarena; 0 = none).",
+            metavar="INTEGER",
         ),
     ] = None,
     answer_format: Annotated[
@@ -152,6 +177,7 @@ def build(
     from flows.options import BuildOptions
     from flows.run import run_build
     from generator.pipeline import Progress as Hooks
+    from generator.text.llm import LLMSettings
 
     opts = BuildOptions(
         profile=profile,
@@ -167,17 +193,19 @@ def build(
         dask_address=dask_address,
         per_task=per_task,
         answer_format=answer_format,
-        model=model,
-        base_url=base_url,
-        cache=str(cache) if cache else None,
-        no_cache=no_cache,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        dry_run=dry_run,
-        fallback=fallback,
-        max_stall_seconds=max_stall_seconds,
-        request_timeout=request_timeout,
+        llm=LLMSettings(
+            model=model or "",
+            base_url=base_url,
+            cache=str(cache) if cache else None,
+            use_cache=not no_cache,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            dry_run=dry_run,
+            fallback=fallback,
+            max_stall_seconds=max_stall_seconds,
+            request_timeout=request_timeout,
+        ),
     )
     if dry_run:
         _dry_run(opts)
@@ -303,7 +331,7 @@ def _dry_run(opts: Any) -> None:
     except OrgseedError as exc:
         fail(exc)
         return
-    table = Table(title=f"orgseed dry run: {opts.model} (nothing sent)", title_justify="left")
+    table = Table(title=f"orgseed dry run: {opts.llm.model} (nothing sent)", title_justify="left")
     for col in ("text kind", "records", "cached", "to send", "input tokens", "output tokens", "cost (USD)"):
         table.add_column(col, justify="left" if col == "text kind" else "right", no_wrap=col == "text kind")
 
@@ -343,10 +371,15 @@ def _dry_run(opts: Any) -> None:
 
 @app.command()
 def validate(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (the one holding manifest.json).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (the one holding manifest.json).", metavar="BUNDLE")
+    ],
     profile: Annotated[
         str | None,
-        typer.Option(help="Profile for bounds and time span (default: the one the bundle was built with)."),
+        typer.Option(
+            help="Profile for bounds and time span (default: the one the bundle was built with).",
+            metavar="TEXT",
+        ),
     ] = None,
 ) -> None:
     """Check every record, reference, rule and text of a bundle; write reports/validation.json.
@@ -371,6 +404,105 @@ def validate(
     path = write_report(report, bundle)
     print_validation(report, str(path) if path else None)
     raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def audit(
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (the one holding manifest.json).", metavar="BUNDLE")
+    ],
+    against: Annotated[
+        Path | None,
+        typer.Option(help="Another bundle: every figure side by side with its difference.", metavar="PATH"),
+    ] = None,
+    instance_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A live org to compare with the bundle (with --session-id; env SF_INSTANCE_URL).",
+            metavar="TEXT",
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option(help="The session token of --instance-url (env SF_ACCESS_TOKEN).", metavar="TEXT"),
+    ] = None,
+    id_map: Annotated[
+        Path | None,
+        typer.Option(
+            help="The upload's id map (object,bundle_id,org_id); default: the bundle's only uploads/*/id_map.csv, "
+            "else the bundle's own ids.",
+            metavar="PATH",
+        ),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open reports/audit.html in the default browser afterwards.")
+    ] = False,
+) -> None:
+    """Audit a bundle's data quality: write reports/audit.html (a page to look at) and reports/audit.json.
+
+    Sections: integrity and cardinality, distributions against the profile, latent variables against what
+    the data shows, text diversity, task difficulty with naive baselines, LLM cost. Exit 0 when no section
+    fails (warnings allowed), 1 when one does, 2 when a bundle cannot be read or is unfinished.
+    """
+    import os
+    import webbrowser
+
+    from validators.audit import run_audit, write_audit
+
+    instance_url = instance_url or os.environ.get("SF_INSTANCE_URL")
+    session_id = session_id or os.environ.get("SF_ACCESS_TOKEN")
+    org = None
+    try:
+        if instance_url or session_id:
+            org = _org_client(instance_url, session_id)
+        report = run_audit(bundle, against, org, id_map)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    except ValueError as exc:  # an id map that cannot be used
+        fail(UsageError(str(exc)))
+        return
+    json_path, html_path = write_audit(bundle, report)
+    table = Table(title=f"audit: {bundle}", title_justify="left")
+    for col in ("section", "verdict", "in one line"):
+        table.add_column(col)
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+    for s in report["sections"].values():
+        table.add_row(s["title"], f"[{style[s['verdict']]}]{s['verdict']}", escape(s["summary"]))
+    out.print(table)
+    for s in report["sections"].values():
+        for flag in s["flags"][:5]:
+            out.print(f"  [yellow]•[/] {escape(flag['what'])}", highlight=False)
+    if report.get("against"):
+        changed = sum(1 for r in report["against"]["figures"] if r["difference"] not in (0, 0.0))
+        out.print(f"against {against}: {changed:,} figure(s) differ (see the page's last section)")
+    out.print(f"report: {html_path}\nfigures: {json_path}  ({report['seconds']:.1f} s)", highlight=False)
+    if open_page:
+        webbrowser.open(html_path.resolve().as_uri())
+    raise typer.Exit(1 if report["verdict"] == "fail" else 0)
+
+
+def _org_client(instance_url: str | None, session_id: str | None) -> Any:
+    """A simple-salesforce client of a live org, checked with one cheap call; UsageError (exit 2) when the
+    org cannot be reached or refuses the token (the token never appears in the message)."""
+    import requests
+    from simple_salesforce import Salesforce
+    from simple_salesforce.exceptions import SalesforceError
+
+    if not instance_url or not session_id:
+        raise UsageError(
+            "A live org needs both --instance-url and --session-id (or SF_INSTANCE_URL and SF_ACCESS_TOKEN)."
+        )
+    try:
+        sf = Salesforce(instance_url=instance_url, session_id=session_id)
+        sf.query("SELECT COUNT() FROM User")
+    except (requests.RequestException, SalesforceError) as exc:
+        reason = type(exc).__name__
+        raise UsageError(
+            f"The org at {instance_url} cannot be reached or refused the session ({reason}); check --instance-url, "
+            "the session token and the network."
+        ) from None
+    return sf
 
 
 def print_validation(report: Report, report_path: str | None) -> None:
@@ -399,21 +531,28 @@ def print_validation(report: Report, report_path: str | None) -> None:
 
 @app.command()
 def serve(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).", metavar="BUNDLE")
+    ],
     host: Annotated[
-        str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).")
+        str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).", metavar="TEXT")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 0,
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.", metavar="INTEGER")] = 0,
     http: Annotated[bool, typer.Option("--http", help="Plain HTTP instead of HTTPS.")] = False,
     token: Annotated[
         str | None,
-        typer.Option(envvar="ORGSEED_TOKEN", help="Session token clients must send (default: a random one)."),
+        typer.Option(
+            envvar="ORGSEED_TOKEN",
+            help="Session token clients must send (default: a random one).",
+            metavar="TEXT",
+        ),
     ] = None,
     today: Annotated[
         str | None,
         typer.Option(
             help="The org's today (YYYY-MM-DD) for TODAY, LAST_N_DAYS:n, ... (default: the day after "
-            "the bundle's time span)."
+            "the bundle's time span).",
+            metavar="TEXT",
         ),
     ] = None,
     rebuild: Annotated[bool, typer.Option(help="Rebuild org.sqlite even if it is up to date.")] = False,
@@ -472,12 +611,17 @@ def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:
 
 @app.command()
 def tasks(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (with manifest.json).")],
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder (with manifest.json).", metavar="BUNDLE")],
     per_task: Annotated[
-        int | None, typer.Option(help="Task instances per CRMArena task (default: as the bundle was built).")
+        int | None,
+        typer.Option(
+            help="Task instances per CRMArena task (default: as the bundle was built).", metavar="INTEGER"
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Task seed (default: the bundle's seed).")] = None,
-    answer_format: Annotated[str, typer.Option(help="scalar or list.")] = "scalar",
+    seed: Annotated[
+        int | None, typer.Option(help="Task seed (default: the bundle's seed).", metavar="INTEGER")
+    ] = None,
+    answer_format: Annotated[str, typer.Option(help="scalar or list.", metavar="TEXT")] = "scalar",
 ) -> None:
     """Regenerate a bundle's task files (tasks.json, schema.json, ground_truth.jsonl) and re-check every answer."""
     from flows.build import regenerate_tasks
@@ -497,14 +641,15 @@ def tasks(
 
 
 def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None) -> Table:
-    from evals.tasks import ABBREVIATIONS
+    from evals.tasks import abbreviations
 
+    columns = list(abbreviations().values())
     table = Table(title=title, title_justify="left")
-    for col in ("Model", "Agentic Framework", *ABBREVIATIONS.values(), "Overall"):
+    for col in ("Model", "Agentic Framework", *columns, "Overall"):
         table.add_column(col, justify="left" if col in ("Model", "Agentic Framework") else "right")
     for r in sorted(rows, key=lambda r: -(r.get("Overall") or -1.0)):
         cells = [str(r["model"]), str(r["framework"])]
-        cells += ["-" if r.get(c) is None else f"{r[c]:g}" for c in (*ABBREVIATIONS.values(), "Overall")]
+        cells += ["-" if r.get(c) is None else f"{r[c]:g}" for c in (*columns, "Overall")]
         if mark is not None and r.get("run") == mark:
             cells = [f"[bold]{escape(c)}" for c in cells]
         else:
@@ -515,26 +660,41 @@ def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None
 
 @app.command("eval")
 def eval_(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
-    model: Annotated[str | None, typer.Option(help="The model to evaluate, e.g. gpt-4o-mini.")] = None,
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (built by `orgseed build`).", metavar="BUNDLE")
+    ],
+    model: Annotated[
+        str | None, typer.Option(help="The model to evaluate, e.g. gpt-4o-mini.", metavar="TEXT")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+        str | None,
+        typer.Option(help="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.", metavar="TEXT"),
     ] = None,
     framework: Annotated[
-        str, typer.Option(help="function-calling (tools + respond), react (thought + tags) or act (tags).")
+        str,
+        typer.Option(
+            help="function-calling (tools + respond), react (thought + tags) or act (tags).", metavar="TEXT"
+        ),
     ] = "function-calling",
     tasks: Annotated[
         list[str] | None,
         typer.Option(
-            help="Tasks to run: names or NCR, HTU, TCU, NED, PVI, KQA, TII, MTA, BRI (comma-separated or repeated)."
+            help="Tasks to run: names or NCR, HTU, TCU, NED, PVI, KQA, TII, MTA, BRI (comma-separated or repeated).",
+            metavar="TEXT",
         ),
     ] = None,
-    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Instances run at the same time.")] = 4,
-    max_turns: Annotated[int, typer.Option(help="Model calls per instance at most (CRMArena: 20).")] = 20,
+    per_task: Annotated[
+        int | None, typer.Option(help="Run the first N instances of each task.", metavar="INTEGER")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Instances run at the same time.", metavar="INTEGER")] = 4,
+    max_turns: Annotated[
+        int, typer.Option(help="Model calls per instance at most (CRMArena: 20).", metavar="INTEGER")
+    ] = 20,
     agent: Annotated[
         str | None,
-        typer.Option(help="A built-in baseline instead of a model: oracle, none, majority or random."),
+        typer.Option(
+            help="A built-in baseline instead of a model: oracle, none, majority or random.", metavar="TEXT"
+        ),
     ] = None,
     raw_queries: Annotated[
         bool,
@@ -548,22 +708,33 @@ def eval_(
     ] = False,
     judge: Annotated[
         str | None,
-        typer.Option(help="ReAct/Act: parse answers with this model, as CRMArena does (default: rules)."),
+        typer.Option(
+            help="ReAct/Act: parse answers with this model, as CRMArena does (default: rules).",
+            metavar="TEXT",
+        ),
     ] = None,
-    run: Annotated[str | None, typer.Option(help="Run name (default <model or agent>-<framework>).")] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Run name (default <model or agent>-<framework>).", metavar="TEXT")
+    ] = None,
     cache: Annotated[
-        Path | None, typer.Option(help="The response cache file (default as the LLM writer).")
+        Path | None, typer.Option(help="The response cache file (default as the LLM writer).", metavar="PATH")
     ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
     ] = False,
     instance_url: Annotated[
         str | None,
-        typer.Option(help="An org to run against (with --session-id); default: BUNDLE served here."),
+        typer.Option(
+            help="An org to run against (with --session-id); default: BUNDLE served here.", metavar="TEXT"
+        ),
     ] = None,
-    session_id: Annotated[str | None, typer.Option(help="The session token of --instance-url.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
-    max_tokens: Annotated[int, typer.Option(help="Completion tokens per model call at most.")] = 2000,
+    session_id: Annotated[
+        str | None, typer.Option(help="The session token of --instance-url.", metavar="TEXT")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.", metavar="INTEGER")] = 0,
+    max_tokens: Annotated[
+        int, typer.Option(help="Completion tokens per model call at most.", metavar="INTEGER")
+    ] = 2000,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Estimate requests, tokens and cost; send nothing to the model.")
     ] = False,
@@ -647,26 +818,43 @@ def eval_(
 
 @app.command()
 def crmarena(
-    bundle: Annotated[Path, typer.Argument(help="The bundle folder (built by `orgseed build`).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (built by `orgseed build`).", metavar="BUNDLE")
+    ],
     model: Annotated[
-        str, typer.Option(help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).")
+        str,
+        typer.Option(
+            help="The model, as CRMArena's run_tasks.py names it (e.g. gpt-4o-2024-08-06).", metavar="TEXT"
+        ),
     ],
     checkout: Annotated[
-        Path | None, typer.Option(envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.")
+        Path | None,
+        typer.Option(
+            envvar="CRMARENA_DIR", help="Your clone of SalesforceAIResearch/CRMArena.", metavar="PATH"
+        ),
     ] = None,
     strategy: Annotated[
-        str, typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.")
+        str,
+        typer.Option(help="CRMArena's --agent_strategy: tool_call, tool_call_flex or react.", metavar="TEXT"),
     ] = "tool_call",
-    tasks: Annotated[list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).")] = None,
-    per_task: Annotated[int | None, typer.Option(help="Run the first N instances of each task.")] = None,
+    tasks: Annotated[
+        list[str] | None, typer.Option(help="Tasks to run (names or NCR, HTU, ...).", metavar="TEXT")
+    ] = None,
+    per_task: Annotated[
+        int | None, typer.Option(help="Run the first N instances of each task.", metavar="INTEGER")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.")
+        str | None,
+        typer.Option(help="An OpenAI-compatible endpoint for litellm's openai models.", metavar="TEXT"),
     ] = None,
     python: Annotated[
-        str | None, typer.Option(envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.")
+        str | None,
+        typer.Option(
+            envvar="CRMARENA_PYTHON", help="The Python of your CRMArena environment.", metavar="TEXT"
+        ),
     ] = None,
-    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.")] = 20,
-    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.")] = "openai",
+    max_turns: Annotated[int, typer.Option(help="CRMArena's --max_turns.", metavar="INTEGER")] = 20,
+    provider: Annotated[str, typer.Option(help="CRMArena's --llm_provider.", metavar="TEXT")] = "openai",
     aided: Annotated[bool, typer.Option(help="CRMArena's --agent_eval_mode aided.")] = False,
 ) -> None:
     """Run CRMArena's own harness (from your checkout) against this bundle, served here."""
@@ -697,8 +885,9 @@ def crmarena(
 
 
 def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
-    from evals.tasks import ABBREVIATIONS
+    from evals.tasks import abbreviations
 
+    abbr = abbreviations()
     table = Table(
         title=f"orgseed eval dry run: {est['model']}, {est['framework']} (nothing sent)", title_justify="left"
     )
@@ -710,7 +899,7 @@ def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
 
     for task, row in est["tasks"].items():
         table.add_row(
-            ABBREVIATIONS.get(task, task),
+            abbr.get(task, task),
             f"{row['instances']:,}",
             f"{row['requests']:,}",
             f"{row['prompt_tokens']:,}",

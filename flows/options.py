@@ -1,14 +1,16 @@
 """A build's settings: one frozen, typed `BuildOptions`, every default defined once.
 
-The LLM writer's defaults are `LLMSettings`' own (generator/text/llm.py); the CLI's defaults read them from
-here. Closed sets are `Literal` types, checked by `flows.build.check_options`.
+The LLM writer's settings are a frozen `LLMSettings` (generator/text/llm.py) nested in `BuildOptions.llm`, with
+its own defaults (the CLI's defaults read them from here); `NO_LLM` is the value when no LLM option is given
+(its empty `model` means "none chosen"). Closed sets are `Literal` types, checked by
+`flows.build.check_options`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from generator.text.llm import LLMSettings
 
@@ -19,10 +21,10 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 RUNNERS: tuple[Runner, ...] = get_args(Runner)
 ANSWER_FORMATS: tuple[AnswerFormat, ...] = get_args(AnswerFormat)
 
-_LLM_DEFAULTS = {f.name: f.default for f in fields(LLMSettings)}
-DEFAULT_CONCURRENCY: int = _LLM_DEFAULTS["concurrency"]  # type: ignore[assignment]
-DEFAULT_MAX_STALL_SECONDS: float = _LLM_DEFAULTS["max_stall_seconds"]  # type: ignore[assignment]
-DEFAULT_REQUEST_TIMEOUT: float = _LLM_DEFAULTS["request_timeout"]  # type: ignore[assignment]
+NO_LLM = LLMSettings(model="")  # every LLM option at its default, no model chosen
+DEFAULT_CONCURRENCY = NO_LLM.concurrency
+DEFAULT_MAX_STALL_SECONDS = NO_LLM.max_stall_seconds
+DEFAULT_REQUEST_TIMEOUT = NO_LLM.request_timeout
 
 
 @dataclass(frozen=True)
@@ -41,17 +43,18 @@ class BuildOptions:
     per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
     answer_format: AnswerFormat = "scalar"
     # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
-    model: str | None = None
-    base_url: str | None = None
-    cache: str | None = None
-    no_cache: bool = False
-    concurrency: int = DEFAULT_CONCURRENCY
-    rpm: int | None = None
-    tpm: int | None = None
-    dry_run: bool = False
-    fallback: str | None = None
-    max_stall_seconds: float = DEFAULT_MAX_STALL_SECONDS
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    llm: LLMSettings = field(default=NO_LLM)
+
+    @staticmethod
+    def from_dict(options: dict[str, Any]) -> BuildOptions:
+        """The inverse of `dataclasses.asdict` (how the options travel to a Prefect flow run)."""
+        given = dict(options)
+        llm = given.pop("llm", None)
+        if isinstance(llm, dict):
+            given["llm"] = LLMSettings.from_options(llm)
+        elif llm is not None:
+            given["llm"] = llm
+        return BuildOptions(**given)
 
     def output(self) -> Path:
         if self.out:

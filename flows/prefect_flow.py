@@ -47,7 +47,7 @@ class PrefectExecutor:
 
 @flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
 async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
-    opts = BuildOptions(**options)
+    opts = BuildOptions.from_dict(options)
     threads = opts.runner == "threads"
     report = await build_bundle(opts, PrefectExecutor(threads), current_progress(), shares_memory=threads)
     return {

@@ -88,7 +88,13 @@ def estimate_build(opts: BuildOptions) -> dict[str, Any]:
     objects can be planned.
     """
     with tempfile.TemporaryDirectory(prefix="orgseed-dry-run-") as tmp:
-        scratch = replace(opts, out=str(Path(tmp) / "bundle"), force=True, engine="local", dry_run=True)
+        scratch = replace(
+            opts,
+            out=str(Path(tmp) / "bundle"),
+            force=True,
+            engine="local",
+            llm=replace(opts.llm, dry_run=True),
+        )
         asyncio.run(build_bundle(scratch, LocalExecutor()))
         path = Path(tmp) / "bundle" / USAGE_REPORT
         if not path.exists():

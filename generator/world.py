@@ -33,16 +33,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from generator.rng import np_rng
-from schemas.crmarena import MONTHS
 from schemas.profile import Profile
+from schemas.taskspec import MONTHS
 
 MONTH_NAMES = list(MONTHS)
+
+
+ArticleKind = Literal["issue_policy", "general", "category_guide", "product_guide"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class KnowledgeTopic:
     """One knowledge article to write: its kind, subject and the planted facts (question → answer)."""
 
     key: str
-    kind: str  # "issue_policy" | "general" | "category_guide" | "product_guide"
+    kind: ArticleKind
     subject: str
     facts: list[dict[str, str]]
     data: dict[str, Any] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import networkx as nx
 
@@ -36,7 +37,7 @@ class DeferredLookup:
     sobject: str
     field: str
     target: str
-    reason: str  # "self" or "cycle"
+    reason: Literal["self", "cycle"]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from schemas.model import load_model
-from validators.task_solver import MONTHS, TASK_ORDER, TaskData, period_delta, solve
+from schemas.taskspec import CRMARENA_TASKS
+from validators.task_solver import MONTHS, TaskData, period_delta, solve
 
 FMT = "%Y-%m-%dT%H:%M:%SZ"
 NAMED = [*MONTHS, "Q1", "Q2", "Q3", "Q4", "Spring", "Summer", "Fall", "Autumn", "Winter"]
@@ -158,7 +159,7 @@ def write_task_files(root: Path, per_task: int, seed: int = 0, data: TaskData | 
     sampler = Sampler(data, seed)
     tasks: list[dict[str, Any]] = []
     truth: list[dict[str, Any]] = []
-    for task in TASK_ORDER:
+    for task in CRMARENA_TASKS:
         made = 0
         for _ in range(per_task * 50):
             if made == per_task:

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from schemas.taskspec import CRMARENA_TASKS
 from tests.task_files import write_task_files
-from validators.task_solver import TASK_ORDER
 from validators.tasks import Disagreement, check_tasks, check_tasks_report
 
 PER_TASK = 10
-BLOCK = {task: i * PER_TASK for i, task in enumerate(TASK_ORDER)}
+BLOCK = {task: i * PER_TASK for i, task in enumerate(CRMARENA_TASKS)}
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def _first(root: Path, task: str, want: Callable[[dict[str, Any]], bool]) -> int
 
 def test_clean_files_have_no_disagreements(clean_bundle: Path) -> None:
     report = check_tasks_report(clean_bundle)
-    assert report.instances == PER_TASK * len(TASK_ORDER)
+    assert report.instances == PER_TASK * len(CRMARENA_TASKS)
     assert report.disagreements == []
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from generator.ids import is_valid_id
 from schemas.model import load_model
+from schemas.taskspec import CRMARENA_TASKS
 from tests.task_fixtures import FIXTURE_ROOT, FixtureCase, check_case, load_cases, materialize, run_fixtures
 from validators import task_solver
-from validators.task_solver import TASK_ORDER, Solution, TaskData, solve, solve_instance
+from validators.task_solver import Solution, TaskData, solve, solve_instance
 from validators.tasks import check_answer
 
 CASES = load_cases()
@@ -36,7 +37,7 @@ def test_every_task_has_fixtures_with_edges() -> None:
     by_task: dict[str, list[FixtureCase]] = {}
     for case in CASES:
         by_task.setdefault(case.task, []).append(case)
-    assert sorted(by_task) == sorted(TASK_ORDER)
+    assert sorted(by_task) == sorted(CRMARENA_TASKS)
     outcomes = {c.outcome for c in CASES}
     assert outcomes == {"answer", "tie", "ambiguous"}
     for task, cases in by_task.items():

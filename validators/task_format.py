@@ -19,44 +19,26 @@ from referencing import Registry, Resource
 from schemas.formats import sf_id_suffix
 from schemas.model import SCHEMA_DIR as MODEL_DIR
 from schemas.model import load_model
-from validators.task_solver import TASK_ORDER
+from schemas.taskspec import is_task, key_prefix, render_task_schemas, spec, specs, task_names
 
 SCHEMA_DIR = MODEL_DIR / "tasks"
 SCHEMA_FILES = ("tasks.schema.json", "ground_truth.schema.json", "schema_config.schema.json")
-DATE_TASKS = frozenset(
-    {
-        "monthly_trend_analysis",
-        "top_issue_identification",
-        "named_entity_disambiguation",
-        "handle_time",
-        "transfer_count",
-        "best_region_identification",
-    }
-)
-# Which answers / params hold which kind of id, and that kind's key prefix.
-PREFIX = {"user": "005", "product": "01t", "issue": "a1M", "article": "ka0", "case": "500", "contact": "003"}
-ANSWER_ID = {
-    "case_routing": "user",
-    "handle_time": "user",
-    "transfer_count": "user",
-    "named_entity_disambiguation": "product",
-    "top_issue_identification": "issue",
-    "policy_violation_identification": "article",
-}
-PARAM_ID = {
-    "issue_id": "issue",
-    "product_id": "product",
-    "contact_id": "contact",
-    "case_id": "case",
-    "article_id": "article",
-}
-# Ids the agent must be told (in the query or in metadata.required), per task.
-TOLD_IDS = {
-    "top_issue_identification": ("product_id",),
-    "monthly_trend_analysis": ("product_id",),
-    "named_entity_disambiguation": ("contact_id",),
-    "policy_violation_identification": ("case_id",),
-}
+# tasks.schema.json and ground_truth.schema.json are rendered from the task registry (schemas/taskspec.py).
+
+
+def _prefix(kind: str) -> str:
+    """The key prefix of ids of `kind` (the org model owns prefixes)."""
+    return key_prefix(kind, load_model())
+
+
+def _answer_kind(task: str | None) -> str | None:
+    """The id kind of `task`'s answer, when its answer is a record id."""
+    return spec(task).answer_id if is_task(task) else None
+
+
+def _param_ids() -> dict[str, str]:
+    """Every param that holds an id, over the registered tasks: param name → id kind."""
+    return {key: kind for s in specs() for key, kind in s.param_ids.items()}
 
 
 @dataclass(frozen=True)
@@ -109,12 +91,20 @@ def show(value: Any) -> str:
 
 
 @cache
-def _validators() -> dict[str, jsonschema.Draft202012Validator]:
-    docs = {name: json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8")) for name in SCHEMA_FILES}
+def _validators_for(names: tuple[str, ...]) -> dict[str, jsonschema.Draft202012Validator]:
+    del names  # the cache key: the registered tasks
+    docs: dict[str, Any] = dict(render_task_schemas(load_model()))
+    docs["schema_config.schema.json"] = json.loads(
+        (SCHEMA_DIR / "schema_config.schema.json").read_text(encoding="utf-8")
+    )
     registry: Registry[Any] = Registry().with_resources(
         (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
     )
     return {name: jsonschema.Draft202012Validator(doc, registry=registry) for name, doc in docs.items()}
+
+
+def _validators() -> dict[str, jsonschema.Draft202012Validator]:
+    return _validators_for(task_names())
 
 
 def _pointer(path: Iterable[Any]) -> str:
@@ -276,23 +266,22 @@ def check_tasks_format(tasks: Sequence[Any]) -> list[Disagreement]:
                     "tasks.json",
                 )
             )
-        if task in ANSWER_ID and isinstance(doc, Mapping):
-            problem = _answer_id_problem(task, doc.get("answer"))
+        kind = _answer_kind(task)
+        if kind is not None and task is not None and isinstance(doc, Mapping):
+            problem = _answer_id_problem(task, kind, doc.get("answer"))
             if problem:
                 out.append(
-                    Disagreement(
-                        idx, task, "format", PREFIX[ANSWER_ID[task]], doc.get("answer"), problem, "tasks.json"
-                    )
+                    Disagreement(idx, task, "format", _prefix(kind), doc.get("answer"), problem, "tasks.json")
                 )
     out.extend(check_block_order([idx_task(d) for d in tasks], "tasks.json"))
     return out
 
 
-def _answer_id_problem(task: str, answer: Any) -> str | None:
+def _answer_id_problem(task: str, kind: str, answer: Any) -> str | None:
     value = unwrap(answer)
     if value is None:
         return None
-    problem = id_problem(value, PREFIX[ANSWER_ID[task]])
+    problem = id_problem(value, _prefix(kind))
     return f"{task} answer: {problem}; the answer must be a real record id." if problem else None
 
 
@@ -329,24 +318,25 @@ def check_block_order(entries: Sequence[tuple[int | None, str | None]], file: st
                     file,
                 )
             )
+    order = task_names()
     total = len(entries)
-    if total % len(TASK_ORDER):
+    if total % len(order):
         out.append(
             Disagreement(
                 None,
                 None,
                 "format",
-                f"a multiple of {len(TASK_ORDER)}",
+                f"a multiple of {len(order)}",
                 total,
                 f"{file} has {total} "
-                f"instances; expected N per task for the {len(TASK_ORDER)} tasks (N x {len(TASK_ORDER)}).",
+                f"instances; expected N per task for the {len(order)} tasks (N x {len(order)}).",
                 file,
             )
         )
         return out
-    n = total // len(TASK_ORDER)
+    n = total // len(order)
     for pos, (idx, task) in enumerate(sorted(entries, key=lambda e: (e[0] is None, e[0] or 0))):
-        want = TASK_ORDER[pos // n] if n else None
+        want = order[pos // n] if n else None
         if task != want:
             out.append(
                 Disagreement(
@@ -357,7 +347,7 @@ def check_block_order(entries: Sequence[tuple[int | None, str | None]], file: st
                     task,
                     f"{file}: idx {idx} is a {task} instance but "
                     f"positions {pos // n * n}..{pos // n * n + n - 1} belong to {want} (block order "
-                    f"{', '.join(TASK_ORDER)}, {n} each). Emit the blocks in that order.",
+                    f"{', '.join(order)}, {n} each). Emit the blocks in that order.",
                     file,
                 )
             )
@@ -384,16 +374,16 @@ def check_ground_truth_format(rows: Sequence[Any]) -> list[Disagreement]:
             continue
         params = row.get("params")
         if isinstance(params, Mapping):
-            for key, kind in PARAM_ID.items():
+            for key, kind in _param_ids().items():
                 if key in params:
-                    problem = id_problem(params[key], PREFIX[kind])
+                    problem = id_problem(params[key], _prefix(kind))
                     if problem:
                         out.append(
                             Disagreement(
                                 idx,
                                 task,
                                 "format",
-                                PREFIX[kind],
+                                _prefix(kind),
                                 params[key],
                                 f"ground_truth.jsonl "
                                 f"line {line} params.{key}: {problem}; use the record's real id.",
@@ -415,15 +405,16 @@ def check_ground_truth_format(rows: Sequence[Any]) -> list[Disagreement]:
                         "ground_truth.jsonl",
                     )
                 )
-        if task in ANSWER_ID:
-            problem = _answer_id_problem(task, row.get("answer"))
+        answer_kind = _answer_kind(task)
+        if answer_kind is not None:
+            problem = _answer_id_problem(task, answer_kind, row.get("answer"))
             if problem:
                 out.append(
                     Disagreement(
                         idx,
                         task,
                         "format",
-                        PREFIX[ANSWER_ID[task]],
+                        _prefix(answer_kind),
                         row.get("answer"),
                         problem,
                         "ground_truth.jsonl",
@@ -571,7 +562,8 @@ def check_metadata(tasks: Sequence[Any], gt: Sequence[Any]) -> list[Disagreement
         meta = doc.get("metadata")
         required = str(meta.get("required", "")) if isinstance(meta, Mapping) else ""
         query = str(doc.get("query", ""))
-        if task in DATE_TASKS and isinstance(params.get("today_date"), str):
+        task_spec = spec(task) if is_task(task) else None
+        if task_spec is not None and task_spec.dated and isinstance(params.get("today_date"), str):
             today = params["today_date"][:10]
             if today not in required:
                 out.append(
@@ -587,7 +579,7 @@ def check_metadata(tasks: Sequence[Any], gt: Sequence[Any]) -> list[Disagreement
                         "tasks.json",
                     )
                 )
-        for key in TOLD_IDS.get(str(task), ()):
+        for key in task_spec.told_ids if task_spec is not None else ():
             value = params.get(key)
             if isinstance(value, str) and value not in query and value not in required:
                 out.append(

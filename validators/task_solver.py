@@ -34,9 +34,9 @@ import pandas as pd
 from dateutil.relativedelta import relativedelta
 
 from orgs.bundle import Bundle, type_frame
-from schemas.crmarena import MONTHS, TASK_ORDER
 from schemas.errors import DataFindings
 from schemas.model import load_model
+from schemas.taskspec import MONTHS, task_names
 
 SEASON_START: dict[str, int] = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 PARAM_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -647,25 +647,97 @@ def _window_text(start: datetime, end: datetime) -> str:
     return f"{start:%Y-%m-%dT%H:%M:%SZ}..{end:%Y-%m-%dT%H:%M:%SZ}"
 
 
-SOLVERS: dict[str, Callable[[TaskData, Mapping[str, Any]], Solution]] = {
-    "knowledge_qa": solve_knowledge_qa,
-    "monthly_trend_analysis": solve_monthly_trend_analysis,
-    "top_issue_identification": solve_top_issue_identification,
-    "case_routing": solve_case_routing,
-    "named_entity_disambiguation": solve_named_entity_disambiguation,
-    "handle_time": solve_handle_time,
-    "transfer_count": solve_transfer_count,
-    "policy_violation_identification": solve_policy_violation_identification,
-    "best_region_identification": solve_best_region_identification,
-}
+# -- the validators' half of the task registry ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndependentSolver:
+    """The independent derivation of one task (registered under the name of its `schemas.taskspec` spec).
+
+    `solve` recomputes an instance from its params. The optional hooks let `validators/tasks.py` check what is
+    particular to the task: `explain(sol)` says in a few words what the answer was derived from (shown in
+    disagreements; value-table tasks get a default from their candidate table); `compare_candidates(sol,
+    theirs)` says why the builder's `candidates` differ from the re-derived ones, for tasks whose candidates are
+    not a value table; `check(sol, params)` returns (expected, found, message) when an instance breaks a rule of
+    its own (e.g. a knowledge answer missing from its article).
+    """
+
+    solve: Callable[[TaskData, Mapping[str, Any]], Solution]
+    explain: Callable[[Solution], str] | None = None
+    compare_candidates: Callable[[Solution, Any], str | None] | None = None
+    check: Callable[[Solution, Mapping[str, Any]], tuple[Any, Any, str] | None] | None = None
+
+
+SOLVERS: dict[str, IndependentSolver] = {}
+
+
+def register_solver(name: str, solver: IndependentSolver) -> IndependentSolver:
+    if name in SOLVERS:
+        raise ValueError(f"an independent solver for task {name!r} is registered already.")
+    SOLVERS[name] = solver
+    return solver
+
+
+def _explain_ned(sol: Solution) -> str:
+    d = sol.details
+    return f"purchase date {d.get('purchase_date')}, bought matching products {d.get('bought_matching')}"
+
+
+def _explain_pvi(sol: Solution) -> str:
+    return f"issue {sol.details.get('issue_key')}, offers {sol.details.get('offers')}"
+
+
+def _explain_routing(sol: Solution) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sol.details.items())
+
+
+def _compare_ned(mine: Solution, theirs: Any) -> str | None:
+    if not isinstance(theirs, list):
+        return None if theirs is None else "candidates should be a list of product ids"
+    allowed = [sorted(mine.candidates or []), sorted(mine.details.get("bought_matching", []))]
+    if sorted(map(str, theirs)) in allowed:
+        return None
+    return (
+        f"candidates {sorted(theirs)} are neither the products matching the search term {allowed[0]} "
+        f"nor the matching products bought that day {allowed[1]}"
+    )
+
+
+def _check_knowledge(sol: Solution, params: Mapping[str, Any]) -> tuple[Any, Any, str] | None:
+    if sol.answer is None or sol.details.get("text_has_answer") is not False:
+        return None
+    return (
+        sol.answer,
+        params.get("article_id"),
+        f"the answer {json.dumps(sol.answer, ensure_ascii=False)} does not appear in the FAQ_Answer__c of "
+        f"article {params.get('article_id')}; the agent cannot find it — fix the article text.",
+    )
+
+
+register_solver("knowledge_qa", IndependentSolver(solve_knowledge_qa, check=_check_knowledge))
+register_solver("monthly_trend_analysis", IndependentSolver(solve_monthly_trend_analysis))
+register_solver("top_issue_identification", IndependentSolver(solve_top_issue_identification))
+register_solver("case_routing", IndependentSolver(solve_case_routing, explain=_explain_routing))
+register_solver(
+    "named_entity_disambiguation",
+    IndependentSolver(
+        solve_named_entity_disambiguation, explain=_explain_ned, compare_candidates=_compare_ned
+    ),
+)
+register_solver("handle_time", IndependentSolver(solve_handle_time))
+register_solver("transfer_count", IndependentSolver(solve_transfer_count))
+register_solver(
+    "policy_violation_identification", IndependentSolver(solve_policy_violation_identification, _explain_pvi)
+)
+register_solver("best_region_identification", IndependentSolver(solve_best_region_identification))
 
 
 def solve(data: TaskData, task: str, params: Mapping[str, Any]) -> Solution:
     """Re-derive one instance. Raises ParamError when `params` cannot be interpreted."""
     solver = SOLVERS.get(task)
     if solver is None:
-        raise ParamError(f"Unknown task {task!r}; expected one of {', '.join(TASK_ORDER)}.")
-    return solver(data, params)
+        raise ParamError(f"Unknown task {task!r}; expected one of {', '.join(task_names())}.")
+    return solver.solve(data, params)
 
 
 @lru_cache(maxsize=4)
@@ -691,13 +763,15 @@ def solve_instance(root: Path | str, task: str, params: Mapping[str, Any]) -> st
 
 __all__ = [
     "MONTHS",
-    "TASK_ORDER",
+    "SOLVERS",
     "DerivationError",
+    "IndependentSolver",
     "ParamError",
     "Solution",
     "TaskData",
     "named_window",
     "period_delta",
+    "register_solver",
     "solve",
     "solve_instance",
     "window",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.taskspec import is_task, spec
 from validators.task_format import (
     Disagreement,
     check_agreement,
@@ -33,20 +34,8 @@ from validators.task_format import (
     show,
     unwrap,
 )
-from validators.task_solver import TASK_ORDER, ParamError, Solution, TaskData, solve
+from validators.task_solver import SOLVERS, ParamError, Solution, TaskData, solve
 
-# Tasks whose ground-truth `candidates` are a value table this module compares, and the ones whose zero
-# entries may be left out (a count of nothing).
-VALUE_TABLES = frozenset(
-    {
-        "handle_time",
-        "transfer_count",
-        "top_issue_identification",
-        "monthly_trend_analysis",
-        "best_region_identification",
-    }
-)
-COUNT_TABLES = frozenset({"transfer_count", "top_issue_identification", "monthly_trend_analysis"})
 VALUE_TOLERANCE = 0.01  # the builders may round minutes / seconds to two decimals
 
 
@@ -60,18 +49,20 @@ class TaskCheckReport:
 # -- answers -------------------------------------------------------------------------------------------
 
 
+def _table(task: str) -> str | None:
+    """The kind of candidate table behind `task`'s answers (`value`, `count`, or None)."""
+    return spec(task).table if is_task(task) else None
+
+
 def _explain(task: str, sol: Solution) -> str:
-    d = sol.details
-    if task in VALUE_TABLES and isinstance(sol.candidates, Mapping):
+    solver = SOLVERS.get(task)
+    if solver is not None and solver.explain is not None:
+        return solver.explain(sol)
+    if _table(task) is not None and isinstance(sol.candidates, Mapping):
+        d = sol.details
         top = sorted(sol.candidates.items(), key=lambda kv: kv[1])[:3]
         shown = ", ".join(f"{k}: {v:g}" for k, v in top)
         return f"window {d.get('window')}, {len(sol.candidates)} candidate(s) ({shown}{'...' if len(sol.candidates) > 3 else ''})"
-    if task == "named_entity_disambiguation":
-        return f"purchase date {d.get('purchase_date')}, bought matching products {d.get('bought_matching')}"
-    if task == "policy_violation_identification":
-        return f"issue {d.get('issue_key')}, offers {d.get('offers')}"
-    if task == "case_routing":
-        return ", ".join(f"{k}: {v}" for k, v in d.items())
     return ""
 
 
@@ -81,19 +72,11 @@ def _values_differ(a: float, b: float) -> bool:
 
 def compare_candidates(task: str, mine: Solution, theirs: Any) -> str | None:
     """Why the builder's `candidates` differ from the re-derived table (None when they agree)."""
-    if task == "named_entity_disambiguation":
-        if not isinstance(theirs, list):
-            return None if theirs is None else "candidates should be a list of product ids"
-        allowed = [sorted(mine.candidates or []), sorted(mine.details.get("bought_matching", []))]
-        return (
-            None
-            if sorted(map(str, theirs)) in allowed
-            else (
-                f"candidates {sorted(theirs)} are neither the products matching the search term {allowed[0]} "
-                f"nor the matching products bought that day {allowed[1]}"
-            )
-        )
-    if task not in VALUE_TABLES or not isinstance(mine.candidates, Mapping):
+    solver = SOLVERS.get(task)
+    if solver is not None and solver.compare_candidates is not None:
+        return solver.compare_candidates(mine, theirs)
+    table = _table(task)
+    if table is None or not isinstance(mine.candidates, Mapping):
         return None
     if theirs is None:
         theirs = {}
@@ -104,7 +87,7 @@ def compare_candidates(task: str, mine: Solution, theirs: Any) -> str | None:
     except (TypeError, ValueError):
         return "candidates values must be numbers"
     m = dict(mine.candidates)
-    if task in COUNT_TABLES:
+    if table == "count":
         t = {k: v for k, v in t.items() if v != 0}
         m = {k: v for k, v in m.items() if v != 0}
     only_mine, only_theirs = sorted(set(m) - set(t)), sorted(set(t) - set(m))
@@ -204,18 +187,13 @@ def check_answer(
                     file,
                 )
             )
-    if task == "knowledge_qa" and sol.answer is not None and sol.details.get("text_has_answer") is False:
+    own_check = SOLVERS[task].check if task in SOLVERS else None
+    broken = own_check(sol, params) if own_check is not None else None
+    if broken is not None:
+        expected, found, message = broken
         out.append(
             Disagreement(
-                idx,
-                task,
-                "format",
-                sol.answer,
-                params.get("article_id"),
-                f"idx {idx} "
-                f"(knowledge_qa): the answer {show(sol.answer)} does not appear in the FAQ_Answer__c of "
-                f"article {params.get('article_id')}; the agent cannot find it — fix the article text.",
-                "ground_truth.jsonl",
+                idx, task, "format", expected, found, f"idx {idx} ({task}): {message}", "ground_truth.jsonl"
             )
         )
     if "candidates" in row:
@@ -234,7 +212,7 @@ def check_answer(
                 )
             )
     margin = row.get("margin")
-    if task in VALUE_TABLES and isinstance(margin, int | float) and not isinstance(margin, bool):
+    if _table(task) is not None and isinstance(margin, int | float) and not isinstance(margin, bool):
         if sol.answer is not None and margin <= 0:
             out.append(
                 Disagreement(
@@ -269,7 +247,7 @@ def check_answers(data: TaskData, tasks: Sequence[Any], gt: Sequence[Any]) -> li
     out: list[Disagreement] = []
     for row in gt:
         idx, task = idx_task(row)
-        if idx is None or task not in TASK_ORDER or not isinstance(row.get("params"), Mapping):
+        if idx is None or not is_task(task) or not isinstance(row.get("params"), Mapping):
             continue
         doc = by_idx.get(idx)
         tasks_answer = doc.get("answer") if isinstance(doc, Mapping) else None

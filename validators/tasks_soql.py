@@ -19,7 +19,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 
 from orgs import crmarena_tools as ct
 from orgs.crmarena_tools import ToolFailed
+from schemas.taskspec import task_names
 from validators.task_solver import period_delta, window
 
 CHUNK = 150
@@ -296,7 +297,7 @@ def best_region(tools: OrgTools, p: dict[str, Any]) -> tuple[str | None, bool]:
     return _extreme({s: round(sum(v) / len(v), 3) for s, v in per.items()}, "min")
 
 
-class _Context:
+class BundleContext:
     """Latent tables the API does not expose: the policy table and which article states which policy."""
 
     def __init__(self, root: Path) -> None:
@@ -315,7 +316,7 @@ class _Context:
 _AGENT_LINE = re.compile(r"^(?P<who>[^:\n]+) \(Agent\): (?P<text>.*)$", re.M)
 
 
-def policy_violation(tools: OrgTools, ctx: _Context, p: dict[str, Any]) -> tuple[str | None, bool]:
+def policy_violation(tools: OrgTools, ctx: BundleContext, p: dict[str, Any]) -> tuple[str | None, bool]:
     case_id = p["case_id"]
     rows = tools.soql(
         f"SELECT IssueId__c, OrderItemId__r.Order.EffectiveDate FROM Case WHERE Id = {_quote(case_id)}"
@@ -353,15 +354,37 @@ def knowledge_qa(tools: OrgTools, p: dict[str, Any], answer: str | None) -> tupl
     return (answer if answer and answer.lower() in body.lower() else None), False
 
 
-SOLVERS = {
-    "handle_time": handle_time,
-    "transfer_count": transfer_count,
-    "case_routing": case_routing,
-    "named_entity_disambiguation": named_entity,
-    "top_issue_identification": top_issue,
-    "monthly_trend_analysis": monthly_trend,
-    "best_region_identification": best_region,
-}
+# -- the API half of the task registry ---------------------------------------------------------------
+
+# check(tools, ctx, params, expected answer) -> (the answer the org's tools give, whether the org gives a tie).
+ApiCheck = Callable[[OrgTools, BundleContext, dict[str, Any], Any], tuple[str | None, bool]]
+API_CHECKS: dict[str, ApiCheck] = {}
+
+
+def register_api_check(name: str, check: ApiCheck) -> ApiCheck:
+    if name in API_CHECKS:
+        raise ValueError(f"an API check for task {name!r} is registered already.")
+    API_CHECKS[name] = check
+    return check
+
+
+def _tools_only(fn: Callable[[OrgTools, dict[str, Any]], tuple[str | None, bool]]) -> ApiCheck:
+    return lambda tools, _ctx, params, _expected: fn(tools, params)
+
+
+register_api_check(
+    "knowledge_qa", lambda tools, _ctx, params, expected: knowledge_qa(tools, params, expected)
+)
+register_api_check("monthly_trend_analysis", _tools_only(monthly_trend))
+register_api_check("top_issue_identification", _tools_only(top_issue))
+register_api_check("case_routing", _tools_only(case_routing))
+register_api_check("named_entity_disambiguation", _tools_only(named_entity))
+register_api_check("handle_time", _tools_only(handle_time))
+register_api_check("transfer_count", _tools_only(transfer_count))
+register_api_check(
+    "policy_violation_identification", lambda tools, ctx, params, _e: policy_violation(tools, ctx, params)
+)
+register_api_check("best_region_identification", _tools_only(best_region))
 
 
 @dataclass
@@ -375,18 +398,26 @@ def check_tasks_via_api(root: Path | str, sf: Any) -> SoqlCheck:
     """Re-derive every instance of `tasks/ground_truth.jsonl` through `sf` and compare with the answers."""
     root = Path(root)
     tools = OrgTools(sf)
-    ctx = _Context(root)
+    ctx = BundleContext(root)
     out: list[SoqlDisagreement] = []
     lines = (root / "tasks" / "ground_truth.jsonl").read_text(encoding="utf-8").splitlines()
     for line in lines:
         g = json.loads(line)
         task, params, expected = g["task"], g["params"], g["answer"]
-        if task == "policy_violation_identification":
-            found, tie = policy_violation(tools, ctx, params)
-        elif task == "knowledge_qa":
-            found, tie = knowledge_qa(tools, params, expected)
-        else:
-            found, tie = SOLVERS[task](tools, params)
+        check = API_CHECKS.get(task)
+        if check is None:
+            out.append(
+                SoqlDisagreement(
+                    g["idx"],
+                    task,
+                    expected,
+                    None,
+                    f"idx {g['idx']} ({task}): no API check is registered for this task "
+                    f"(registered: {', '.join(task_names())}); register one in validators/tasks_soql.py.",
+                )
+            )
+            continue
+        found, tie = check(tools, ctx, params, expected)
         if tie:
             why = "the org's data gives a tie; the instance has no unique answer."
         elif found != expected:

@@ -9,47 +9,25 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from generator.rng import derive_seed
-from generator.tasks.best_region_identification import sampler_best_region, solve_best_region
-from generator.tasks.case_routing import draft_new_cases, sampler_case_routing, solve_case_routing
 from generator.tasks.common import DOMAIN_DETAILS, Instance, OrgData, Solution, TaskBuildError, fill
-from generator.tasks.handle_time import sampler_handle_time, solve_handle_time
-from generator.tasks.knowledge_qa import sampler_knowledge_qa, solve_knowledge_qa
-from generator.tasks.monthly_trend_analysis import sampler_monthly_trend, solve_monthly_trend
-from generator.tasks.named_entity_disambiguation import ned_drafts, sampler_named_entity, solve_named_entity
-from generator.tasks.policy_violation_identification import sampler_policy_violation, solve_policy_violation
-from generator.tasks.top_issue_identification import sampler_top_issue, solve_top_issue
-from generator.tasks.transfer_count import sampler_transfer_count, solve_transfer_count
+from generator.tasks.registry import BUILDERS, builder
 from generator.text.base import TextKind, TextRequest, TextWriter
 from orgs.bundle import Bundle
-from schemas.crmarena import NONE_SHARE as _NONE
-from schemas.crmarena import NONE_TASKS, TASK_ORDER, reward_metric
 from schemas.model import OrgModel
-
-SOLVERS: dict[str, Callable[[OrgData, dict[str, Any]], Solution]] = {
-    "case_routing": solve_case_routing,
-    "handle_time": solve_handle_time,
-    "transfer_count": solve_transfer_count,
-    "named_entity_disambiguation": solve_named_entity,
-    "policy_violation_identification": solve_policy_violation,
-    "top_issue_identification": solve_top_issue,
-    "monthly_trend_analysis": solve_monthly_trend,
-    "best_region_identification": solve_best_region,
-    "knowledge_qa": solve_knowledge_qa,
-}
+from schemas.taskspec import spec, specs, task_names
 
 
 def solve(
     root: Path, task: str, params: dict[str, Any], data: OrgData | None = None
 ) -> str | list[str] | None:
     """The builders' solver for one instance: the answer, or the sorted tied/ambiguous candidates."""
-    sol = SOLVERS[task](data or OrgData(root), params)
+    sol: Solution = builder(task).solve(data or OrgData(root), params)
     if sol.tie:
         return sorted(sol.tied)
     return sol.answer
@@ -76,7 +54,7 @@ class TaskSet:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for task in TASK_ORDER:
+        for task in task_names():
             mine = [i for i in self.instances if i.task == task]
             answers = Counter(str(i.answer) for i in mine if i.answer is not None)
             margins = [i.solution.margin for i in mine if i.solution.margin is not None]
@@ -127,31 +105,19 @@ async def build_tasks(
 
     counting = CountingWriter(writer)
     writer = counting
-    drafts_ncr = await draft_new_cases(data, rng("case_routing.drafts"), per_task * 2, writer)
-    drafts_ned = await ned_drafts(data, rng("ned.drafts"), per_task * 8, writer)
-    samplers = {
-        "knowledge_qa": sampler_knowledge_qa(data),
-        "monthly_trend_analysis": sampler_monthly_trend(data),
-        "top_issue_identification": sampler_top_issue(data),
-        "case_routing": sampler_case_routing(data, drafts_ncr),
-        "named_entity_disambiguation": sampler_named_entity(data, drafts_ned),
-        "handle_time": sampler_handle_time(data),
-        "transfer_count": sampler_transfer_count(data),
-        "policy_violation_identification": sampler_policy_violation(data),
-        "best_region_identification": sampler_best_region(data),
-    }
+    tasks = specs()
+    builders = {s.name: builder(s.name) for s in tasks}
+    for b in builders.values():
+        if b.check_supply is not None:
+            b.check_supply(data, per_task)
+    prepared: dict[str, Any] = {}
+    for task, b in builders.items():  # drafts first, in block order (they may call the writer)
+        if b.prepare is not None:
+            prepared[task] = await b.prepare(data, rng(str(b.prepare_stream)), per_task, writer)
+    samplers = {task: b.sampler(data, prepared.get(task)) for task, b in builders.items()}
     instances: list[Instance] = []
-    for task in TASK_ORDER:
-        if task == "knowledge_qa":
-            from generator.tasks.knowledge_qa import knowledge_facts
-
-            available = len(knowledge_facts(data))
-            if per_task > available:
-                raise TaskBuildError(
-                    f"knowledge_qa: the articles plant {available} facts, fewer than --per-task {per_task}. "
-                    "Lower --per-task or raise [counts].Knowledge__kav."
-                )
-        instances += fill(task, per_task, _NONE if task in NONE_TASKS else 0.0, rng(task), samplers[task])
+    for s in tasks:
+        instances += fill(s.name, per_task, s.none_share, rng(s.name), samplers[s.name])
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
     return TaskSet(instances, per_task, dict(counting.requests))
@@ -177,7 +143,7 @@ def _write(bundle: Bundle, model: OrgModel, instances: list[Instance], answer_fo
                 "task": inst.task,
                 "query": inst.full_query,
                 "answer": answer,
-                "reward_metric": reward_metric(inst.task),
+                "reward_metric": spec(inst.task).reward_metric,
                 "metadata": {"required": inst.required, "optional": DOMAIN_DETAILS},
             }
         )
@@ -196,4 +162,4 @@ def _write(bundle: Bundle, model: OrgModel, instances: list[Instance], answer_fo
     bundle.write_jsonl("tasks/ground_truth.jsonl", truth)
 
 
-__all__ = ["SOLVERS", "TASK_ORDER", "TaskSet", "build_tasks", "schema_config"]
+__all__ = ["BUILDERS", "TaskSet", "build_tasks", "schema_config", "solve"]

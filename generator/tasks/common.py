@@ -29,9 +29,9 @@ import pandas as pd
 from dateutil.relativedelta import relativedelta
 
 from orgs.bundle import Bundle
-from schemas.crmarena import MONTHS
 from schemas.errors import Terminal
 from schemas.model import OrgModel, load_model
+from schemas.taskspec import MONTHS
 
 SEASON_START = {"Spring": 3, "Summer": 6, "Fall": 9, "Autumn": 9, "Winter": 12}
 # Units a query may name. CRMArena's get_start_date takes day/week/month/quarter only, so a "past year"

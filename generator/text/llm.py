@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator
@@ -57,7 +57,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 OPENAI_URL = "https://api.openai.com/v1"
-MODES = ("json_schema", "json_object", "text")
+ResponseMode = Literal["json_schema", "json_object", "text"]
+ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
+MODES: tuple[ResponseMode, ...] = ("json_schema", "json_object", "text")
 FALLBACKS = ("offline",)
 _UNSUPPORTED_SCHEMA_KEYS = ("minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
 _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
@@ -172,7 +174,7 @@ class LLMSettings:
     fallback: str | None = None
     dry_run: bool = False
     usage_dir: str | None = None
-    response_format: str = "auto"  # auto | json_schema | json_object | text
+    response_format: ResponseFormat = "auto"
     temperature: float | None = None
     request_timeout: float = 120.0
     max_retries: int = 6  # per request, on 5xx / timeouts / connection errors

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evals.runner import EvalSettings, read_results, run_eval
-from evals.tasks import ABBREVIATIONS
+from evals.tasks import abbreviations
 from tests.fakes.agent_script import MALFORMED_COUNTS, ScriptedAgent
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -40,7 +40,7 @@ def test_an_oracle_script_scores_100_in_every_framework(
     report = run_eval(_settings(eval_bundle, fake_llm, framework, f"oracle-{framework}", per_task=3))
     assert len(report.rows) == 27 and report.errors == 0
     assert all(r["reward"] == 1.0 for r in report.rows), [r for r in report.rows if r["reward"] != 1.0][:1]
-    assert {report.board[a] for a in ABBREVIATIONS.values()} == {100.0} and report.board["Overall"] == 100.0
+    assert {report.board[a] for a in abbreviations().values()} == {100.0} and report.board["Overall"] == 100.0
     # one action and one answer each, both through the real client and the real org
     assert fake_llm.stats.requests == 54 == report.totals["requests"]
     assert all(r["turns"] == 2 and r["tool_calls"] == 1 and r["tool_errors"] == 0 for r in report.rows)
@@ -62,7 +62,7 @@ def test_a_constant_none_agent_scores_exactly_the_none_share_of_each_task(
     report = run_eval(_settings(eval_bundle, fake_llm, framework, f"none-{framework}", concurrency=8))
     tasks = _tasks(eval_bundle)
     assert len(report.rows) == len(tasks)
-    for task, abbr in ABBREVIATIONS.items():
+    for task, abbr in abbreviations().items():
         mine = [t for t in tasks if t["task"] == task]
         if task == "knowledge_qa":  # token F1 of "None" against answers that never say "none"
             assert not any("none" in t["answer"].lower().split() for t in mine)
@@ -70,7 +70,7 @@ def test_a_constant_none_agent_scores_exactly_the_none_share_of_each_task(
         else:
             expected = round(100 * sum(t["answer"] is None for t in mine) / len(mine), 1)
         assert report.board[abbr] == expected, task
-    assert any(report.board[a] > 0 for a in ABBREVIATIONS.values())  # the small org has None answers
+    assert any(report.board[a] > 0 for a in abbreviations().values())  # the small org has None answers
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -161,7 +161,7 @@ def test_builtin_baselines_need_no_model(eval_bundle: Path) -> None:
         )
         assert oracle.board["Overall"] == 100.0 and oracle.totals["requests"] == 0
     majority = run_eval(EvalSettings(bundle=str(eval_bundle), agent="majority", framework="react"))
-    for task, abbr in ABBREVIATIONS.items():
+    for task, abbr in abbreviations().items():
         answers = Counter(json.dumps(t["answer"]) for t in tasks if t["task"] == task)
         top = max(answers.values()) / sum(answers.values())
         if task != "knowledge_qa":

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from evals.reward import STATES, extract_answers, normalise, score_chat, score_function_calling, token_f1
 from evals.tasks import normalise_answer
-from schemas.crmarena import MONTHS
+from schemas.taskspec import MONTHS
 
 ID = "005Ws000001xYl3IAE"
 

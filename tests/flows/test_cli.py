@@ -163,4 +163,24 @@ def test_help_reads_like_a_click_tool() -> None:
         assert lines[flag].split()[1][0] not in "<[", lines[flag]  # the help text follows the flag
     assert lines["--force"].split()[:3] == ["--force", "/", "--no-force"]
     assert "<bool>" not in res.stdout
-    assert lines["--seed"].split()[1] == "<int>"
+    # value options show Click's metavars; closed sets list their choices
+    assert [lines[o].split()[1] for o in ("--seed", "--scale", "--profile", "--out")] == [
+        "INTEGER",
+        "FLOAT",
+        "TEXT",
+        "PATH",
+    ]
+    assert "--runner <threads|dask>" in res.stdout
+
+
+def test_every_value_option_of_every_command_shows_a_click_metavar() -> None:
+    top = orgseed("--help", env={**os.environ, "COLUMNS": "200"})
+    commands = [line.split()[0] for line in top.stdout.split("Commands:")[1].splitlines() if line.strip()]
+    assert "build" in commands and "eval" in commands
+    for command in commands:
+        res = orgseed(command, "--help", env={**os.environ, "COLUMNS": "200"})
+        assert res.returncode == 0, res.stderr
+        for line in res.stdout.splitlines():
+            words = line.split()
+            if words and words[0].startswith("--") and len(words) > 1 and words[1].startswith("<"):
+                assert "|" in words[1], f"orgseed {command}: {line.strip()}"  # only choice lists use <a|b>

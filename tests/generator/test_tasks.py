@@ -12,8 +12,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from generator.tasks import TASK_ORDER, build_tasks, solve
+from generator.tasks import build_tasks, solve
 from generator.tasks.common import OrgData
+from schemas.taskspec import CRMARENA_TASKS
 from tests.conftest import copy_bundle
 from tests.flows.test_cli import orgseed
 from tests.task_fixtures import FixtureCase, load_cases, materialize
@@ -52,7 +53,7 @@ def task_files(default_bundle: Path) -> TaskFiles:
 def test_nine_blocks_of_130_in_crmarena_order(task_files: TaskFiles) -> None:
     tasks, truth = task_files
     assert [t["idx"] for t in tasks] == list(range(1170)) == [g["idx"] for g in truth]
-    assert [t["task"] for t in tasks] == [name for name in TASK_ORDER for _ in range(130)]
+    assert [t["task"] for t in tasks] == [name for name in CRMARENA_TASKS for _ in range(130)]
     for t in tasks:
         assert t["reward_metric"] == ("fuzzy_match" if t["task"] == "knowledge_qa" else "exact_match")
         assert set(t) == {"idx", "task", "query", "answer", "reward_metric", "metadata"}
@@ -62,7 +63,7 @@ def test_none_shares_ties_and_dominant_answers(task_files: TaskFiles) -> None:
     _, truth = task_files
     with_none = {"handle_time", "transfer_count", "top_issue_identification", "named_entity_disambiguation",
                  "policy_violation_identification"}  # fmt: skip
-    for name in TASK_ORDER:
+    for name in CRMARENA_TASKS:
         mine = [g for g in truth if g["task"] == name]
         nones = sum(g["answer"] is None for g in mine)
         assert nones == (39 if name in with_none else 0), name

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from flows.build import BuildOptions, BuildReport, build_bundle
 from flows.cli import app
 from generator.pipeline import LocalExecutor
-from generator.text.llm import LLMVerificationError
+from generator.text.llm import LLMSettings, LLMVerificationError
 from orgs.bundle import staging_path
 from tests.conftest import SMALL_PROFILE
 from tests.fakes.openai_server import FakeOpenAI
@@ -32,18 +32,12 @@ TEXT_FIELDS = {
 }
 
 
-def build(out: Path, fake: FakeOpenAI, cache: Path, **options: Any) -> BuildReport:
+def build(out: Path, fake: FakeOpenAI, cache: Path, **llm: Any) -> BuildReport:
+    settings = LLMSettings(
+        model="fake-model", base_url=fake.base_url, cache=str(cache), concurrency=16, **llm
+    )
     opts = BuildOptions(
-        profile=str(SMALL_PROFILE),
-        out=str(out),
-        force=True,
-        engine="local",
-        writer="openai",
-        model="fake-model",
-        base_url=fake.base_url,
-        cache=str(cache),
-        concurrency=16,
-        **options,
+        profile=str(SMALL_PROFILE), out=str(out), force=True, engine="local", writer="openai", llm=settings
     )
     return asyncio.run(build_bundle(opts, LocalExecutor()))
 

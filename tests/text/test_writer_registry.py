@@ -13,7 +13,7 @@ import pytest
 from flows.options import BuildOptions
 from flows.writer import check_writer_options, manifest_entry
 from generator.text import writers
-from generator.text.llm import LLMWriter
+from generator.text.llm import LLMSettings, LLMWriter
 from generator.text.offline import OfflineWriter
 from schemas.errors import UsageError
 from tests.conftest import REPO, SMALL_PROFILE, build_local
@@ -62,7 +62,7 @@ def test_a_plugin_writer_is_found_and_builds_the_same_data(
     assert writers.writer_class(plugin) is UpperOfflineWriter
     assert manifest_entry(BuildOptions(writer=plugin)) == {"name": plugin}
     with pytest.raises(UsageError, match="--model only apply to the LLM writer"):
-        check_writer_options(BuildOptions(writer=plugin, model="m"))
+        check_writer_options(BuildOptions(writer=plugin, llm=LLMSettings(model="m")))
     UpperOfflineWriter.calls.clear()
     out = build_local(tmp_path / "plugged", SMALL_PROFILE, writer=plugin)
     assert sum(UpperOfflineWriter.calls) > 0  # the build asked the plug-in for its texts

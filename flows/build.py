@@ -150,7 +150,13 @@ class TaskCheckFailed(DataFindings):
 
 
 async def make_tasks(
-    root: Path, seed: int, per_task: int, writer: TextWriter, answer_format: str, model: OrgModel
+    root: Path,
+    seed: int,
+    per_task: int,
+    writer: TextWriter,
+    answer_format: str,
+    model: OrgModel,
+    adapt: bool = False,
 ) -> dict[str, Any]:
     """Build the task files, re-derive every answer independently, and describe them for the manifest."""
     from flows.tasks import require_complete_registry
@@ -158,7 +164,7 @@ async def make_tasks(
     from validators.tasks import check_tasks
 
     require_complete_registry()
-    task_set = await build_tasks(root, seed, per_task, writer, answer_format, model)
+    task_set = await build_tasks(root, seed, per_task, writer, answer_format, model, adapt=adapt)
     bundle = Bundle(root)
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
@@ -172,8 +178,8 @@ async def make_tasks(
             disagreements=len(disagreements),
         )
     api = check_tasks_through_the_org(root)
-    return {
-        "per_task": per_task,
+    info: dict[str, Any] = {
+        "per_task": task_set.per_task,
         "answer_format": answer_format,
         "api_check": api,
         "instances": len(task_set.instances),
@@ -182,6 +188,9 @@ async def make_tasks(
         "stats": task_set.stats(),
         "files": files,
     }
+    if task_set.per_task < per_task:  # the profile's default count, lowered to what this org yields
+        info["adapted"] = {"requested": per_task, "per_task": task_set.per_task, "limited_by": task_set.short}
+    return info
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -358,7 +367,9 @@ async def build_bundle(
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
         if per_task > 0:
-            task_info = await make_tasks(root, opts.seed, per_task, rc.writer(), opts.answer_format, model)
+            task_info = await make_tasks(
+                root, opts.seed, per_task, rc.writer(), opts.answer_format, model, adapt=opts.per_task is None
+            )
             steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
             files.update(task_info.pop("files"))
     finally:
@@ -407,8 +418,7 @@ def regenerate_tasks(
         raise UsageError(f"--answer-format must be scalar or list (got {answer_format}).")
     bundle = Bundle(root)
     manifest = bundle.read_manifest()
-    if per_task is None:
-        per_task = int((manifest.get("tasks") or {}).get("per_task", 130))
+    per_task_default = int((manifest.get("tasks") or {}).get("per_task", 130))
     problems = bundle.verify_hashes(
         {**manifest, "files": {k: v for k, v in manifest.get("files", {}).items() if k.startswith("data/")}}
     )
@@ -416,7 +426,10 @@ def regenerate_tasks(
         raise UsageError(problems[0] + " Task answers would not describe this data.")
     seed = manifest["seed"] if seed is None else seed
     writer = OfflineWriter(seed, manifest["profile"].get("company", "our company"))
-    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model()))
+    adapt = per_task is None
+    if per_task is None:
+        per_task = int((manifest.get("tasks") or {}).get("adapted", {}).get("requested") or per_task_default)
+    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model(), adapt=adapt))
     files = dict(manifest.get("files", {}))
     files.update(info.pop("files"))
     manifest["files"] = dict(sorted(files.items()))

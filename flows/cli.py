@@ -256,6 +256,7 @@ def build(
             f"every answer also re-derived through the embedded org's API: {api['queries']:,} SOQL/SOSL queries "
             f"via simple-salesforce in {api['seconds']:.1f} s"
         )
+        _adapted_note(m["tasks"])
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -638,6 +639,20 @@ def tasks(
         f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
         f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."
     )
+    _adapted_note(info)
+
+
+def _adapted_note(tasks: dict[str, Any]) -> None:
+    """A warning when the profile's default task count was lowered to what this org yields."""
+    adapted = tasks.get("adapted")
+    if adapted:
+        limits = ", ".join(f"{k} {v}" for k, v in adapted["limited_by"].items())
+        err.print(
+            f"[yellow]warning:[/] this org yields {adapted['per_task']} instances per task, not the profile's "
+            f"{adapted['requested']} (limited by: {escape(limits)}); built {adapted['per_task']} of each. Raise the "
+            "profile's counts or --scale for more; an explicit --per-task that the org cannot meet is an error.",
+            highlight=False,
+        )
 
 
 def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None) -> Table:

@@ -214,11 +214,15 @@ def test_cli_audits_a_live_org_over_https_and_refuses_an_unreachable_one(
     assert res.returncode == 2 and "--session-id" in res.stderr
 
 
-def test_a_skewed_regional_mix_is_flagged(default_bundle: Path, tmp_path: Path, clean: dict[str, Any]) -> None:
+def test_a_skewed_regional_mix_is_flagged(
+    default_bundle: Path, tmp_path: Path, clean: dict[str, Any]
+) -> None:
     root = copy_bundle(default_bundle, tmp_path / "b")
     header, accounts = _rows(root / "data" / "Account.csv")
     for r in accounts[: len(accounts) * 2 // 3]:
-        r["ShippingState"] = "WY"  # two thirds of the customers in a state the profile weights lightly or not at all
+        r["ShippingState"] = (
+            "WY"  # two thirds of the customers in a state the profile weights lightly or not at all
+        )
     _write(root / "data" / "Account.csv", header, accounts)
     report = run_audit(root)
     assert any(f.startswith("Account.ShippingState:") for f in _flags(report, "distributions"))

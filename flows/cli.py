@@ -416,10 +416,18 @@ def audit(
         Path | None,
         typer.Option(help="Another bundle: every figure side by side with its difference.", metavar="PATH"),
     ] = None,
+    org_audit: Annotated[
+        bool,
+        typer.Option(
+            "--org",
+            help="Also audit a live org against the bundle: the org given by --instance-url and --session-id "
+            "(or SF_INSTANCE_URL and SF_ACCESS_TOKEN).",
+        ),
+    ] = False,
     instance_url: Annotated[
         str | None,
         typer.Option(
-            help="A live org to compare with the bundle (with --session-id; env SF_INSTANCE_URL).",
+            help="The live org's instance URL (implies --org; env SF_INSTANCE_URL).",
             metavar="TEXT",
         ),
     ] = None,
@@ -454,7 +462,7 @@ def audit(
     session_id = session_id or os.environ.get("SF_ACCESS_TOKEN")
     org = None
     try:
-        if instance_url or session_id:
+        if org_audit or instance_url or session_id:
             org = _org_client(instance_url, session_id)
         report = run_audit(bundle, against, org, id_map)
     except OrgseedError as exc:

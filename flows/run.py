@@ -44,6 +44,7 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
         seconds=out["seconds"],
         generation_seconds=out["generation_seconds"],
         steps=out["steps"],
+        flow_run_id=out["flow_run_id"],
     )
 
 

@@ -96,6 +96,7 @@ def run_key(opts: BuildOptions, profile_digest: str) -> str:
 
 
 MAX_SHARDS = 256
+MIN_WORKER_MEMORY = 256 * 2**20  # a worker process with pandas and the generator needs about this much
 MAX_PER_TASK = 10_000
 
 
@@ -118,6 +119,27 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)} (got {opts.engine}).")
     if opts.runner not in RUNNERS:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
+    if opts.dask_memory_limit is not None:
+        if opts.runner != "dask" or opts.dask_address:
+            raise UsageError(
+                "--dask-memory-limit sets the workers of the local Dask cluster: use it with --runner dask and "
+                "without --dask-address (set a remote worker's limit with `dask worker --memory-limit`)."
+            )
+        try:
+            from dask.utils import parse_bytes
+        except ImportError:  # pragma: no cover - depends on the install
+            raise UsageError(
+                "--runner dask needs prefect-dask; install it with `pip install 'orgseed[dask]'`."
+            ) from None
+        try:
+            too_small = parse_bytes(opts.dask_memory_limit) < MIN_WORKER_MEMORY
+        except (ValueError, TypeError):
+            too_small = True
+        if too_small:
+            raise UsageError(
+                f"--dask-memory-limit must be a size of at least 256MiB, such as 2GiB or 500MB "
+                f"(got {opts.dask_memory_limit!r})."
+            )
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
     if opts.per_task is not None and not 0 <= opts.per_task <= MAX_PER_TASK:

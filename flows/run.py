@@ -77,6 +77,7 @@ def _dask_runner(opts: BuildOptions) -> Any:
             "threads_per_worker": 1,
             "processes": True,
             "dashboard_address": None,
+            "memory_limit": opts.dask_memory_limit or "auto",
         }
     )
 

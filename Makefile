@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 .PHONY: build test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
+	@# the audit page test drives Debian's chromium (headless): install it when missing
+	command -v chromium >/dev/null 2>&1 || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+		apt-get install -y -qq chromium; else sudo apt-get install -y -qq chromium; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -415,6 +415,105 @@ def validate(
     raise typer.Exit(report.exit_code)
 
 
+@app.command()
+def audit(
+    bundle: Annotated[
+        Path, typer.Argument(help="The bundle folder (the one holding manifest.json).", metavar="BUNDLE")
+    ],
+    against: Annotated[
+        Path | None,
+        typer.Option(help="Another bundle: every figure side by side with its difference.", metavar="PATH"),
+    ] = None,
+    instance_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A live org to compare with the bundle (with --session-id; env SF_INSTANCE_URL).",
+            metavar="TEXT",
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option(help="The session token of --instance-url (env SF_ACCESS_TOKEN).", metavar="TEXT"),
+    ] = None,
+    id_map: Annotated[
+        Path | None,
+        typer.Option(
+            help="The upload's id map (object,bundle_id,org_id); default: the bundle's only uploads/*/id_map.csv, "
+            "else the bundle's own ids.",
+            metavar="PATH",
+        ),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open reports/audit.html in the default browser afterwards.")
+    ] = False,
+) -> None:
+    """Audit a bundle's data quality: write reports/audit.html (a page to look at) and reports/audit.json.
+
+    Sections: integrity and cardinality, distributions against the profile, latent variables against what
+    the data shows, text diversity, task difficulty with naive baselines, LLM cost. Exit 0 when no section
+    fails (warnings allowed), 1 when one does, 2 when a bundle cannot be read or is unfinished.
+    """
+    import os
+    import webbrowser
+
+    from validators.audit import run_audit, write_audit
+
+    instance_url = instance_url or os.environ.get("SF_INSTANCE_URL")
+    session_id = session_id or os.environ.get("SF_ACCESS_TOKEN")
+    org = None
+    try:
+        if instance_url or session_id:
+            org = _org_client(instance_url, session_id)
+        report = run_audit(bundle, against, org, id_map)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    except ValueError as exc:  # an id map that cannot be used
+        fail(UsageError(str(exc)))
+        return
+    json_path, html_path = write_audit(bundle, report)
+    table = Table(title=f"audit: {bundle}", title_justify="left")
+    for col in ("section", "verdict", "in one line"):
+        table.add_column(col)
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+    for s in report["sections"].values():
+        table.add_row(s["title"], f"[{style[s['verdict']]}]{s['verdict']}", escape(s["summary"]))
+    out.print(table)
+    for s in report["sections"].values():
+        for flag in s["flags"][:5]:
+            out.print(f"  [yellow]•[/] {escape(flag['what'])}", highlight=False)
+    if report.get("against"):
+        changed = sum(1 for r in report["against"]["figures"] if r["difference"] not in (0, 0.0))
+        out.print(f"against {against}: {changed:,} figure(s) differ (see the page's last section)")
+    out.print(f"report: {html_path}\nfigures: {json_path}  ({report['seconds']:.1f} s)", highlight=False)
+    if open_page:
+        webbrowser.open(html_path.resolve().as_uri())
+    raise typer.Exit(1 if report["verdict"] == "fail" else 0)
+
+
+def _org_client(instance_url: str | None, session_id: str | None) -> Any:
+    """A simple-salesforce client of a live org, checked with one cheap call; UsageError (exit 2) when the
+    org cannot be reached or refuses the token (the token never appears in the message)."""
+    import requests
+    from simple_salesforce import Salesforce
+    from simple_salesforce.exceptions import SalesforceError
+
+    if not instance_url or not session_id:
+        raise UsageError(
+            "A live org needs both --instance-url and --session-id (or SF_INSTANCE_URL and SF_ACCESS_TOKEN)."
+        )
+    try:
+        sf = Salesforce(instance_url=instance_url, session_id=session_id)
+        sf.query("SELECT COUNT() FROM User")
+    except (requests.RequestException, SalesforceError) as exc:
+        reason = type(exc).__name__
+        raise UsageError(
+            f"The org at {instance_url} cannot be reached or refused the session ({reason}); check --instance-url, "
+            "the session token and the network."
+        ) from None
+    return sf
+
+
 def print_validation(report: Report, report_path: str | None) -> None:
     """The summary table of a validation report (per object and rule), then what cannot be read."""
     if report.findings:

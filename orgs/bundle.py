@@ -487,6 +487,10 @@ class Bundle:
         text = json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, default=_json_default) + "\n"
         return self._write_bytes(rel, text.encode("utf-8"))
 
+    def write_text(self, rel: str, text: str) -> FileEntry:
+        """A UTF-8 text file of the bundle (e.g. a report page), written atomically."""
+        return self._write_bytes(rel, text.encode("utf-8"))
+
     def write_jsonl(self, rel: str, rows: list[Any]) -> FileEntry:
         text = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in rows)
         return self._write_bytes(rel, text.encode("utf-8"))

@@ -48,6 +48,7 @@ class FieldSpec:
     createable: bool = True
     # computed by the org from stored fields (e.g. a person's Name); never a column of the bundle's CSVs
     computed: bool = False
+    auto_number: bool = False  # an org auto-number (CaseNumber, OrderNumber): describe says autoNumber
     # how the generator fills the field when no generator code does (`x-sf.generate`, schemas/rules.py)
     rule: FieldRule | None = None
     json_schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -7,6 +7,20 @@ queries (reference crmarena.md §9 names `Owner.Name`), so the local org serves 
 read-only (neither createable nor updateable in describe), absent from the bundle's CSVs and the org model's JSON Schemas,
 computed once when org.sqlite is built, and then queried, filtered, sorted and searched like any other.
 
+The same holds for the system fields every record of a real org carries, which a bundle does not store:
+`CreatedById`, `CreatedDate`, `LastModifiedById`, `LastModifiedDate`, `SystemModstamp`, `IsDeleted`, and the
+auto-numbers `CaseNumber` and `OrderNumber`. A served bundle derives them by one rule (README, "System fields"):
+
+- the record's *dates* are its own date and date-time fields (a date counts as 00:00:00 UTC);
+- `CreatedDate`: the bundle's own CreatedDate where the object has one, else the record's earliest date, else
+  the org's go-live instant (the start of the bundle's time span, `manifest.profile.start`; for a bundle
+  without one, its earliest date of any record);
+- `LastModifiedDate` = `SystemModstamp`: the record's latest date, never before CreatedDate;
+- `CreatedById` = `LastModifiedById`: the record's OwnerId when it has one, else the org's API user (the
+  bundle's first User);
+- `IsDeleted`: false (a bundle holds no deleted records);
+- `CaseNumber` / `OrderNumber`: 8-digit, zero-padded, numbered from 00000001 in CreatedDate order, ties by Id.
+
 `local_model(model)` is the org model plus these fields, for every object that has the stored fields a
 rule needs and does not declare the field itself.
 """
@@ -15,13 +29,76 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from schemas.model import FieldSpec, ObjectSpec, OrgModel
 
 CLOSED_STATUSES = frozenset({"closed"})  # Case Status values whose IsClosed is true (compared lower-case)
+
+
+DATE_TYPES = frozenset({"date", "datetime"})
+NUMBER_WIDTH = 8  # CaseNumber / OrderNumber: Salesforce's standard auto-numbers display 8 zero-padded digits
+
+
+@dataclass(frozen=True)
+class OrgFacts:
+    """What the system-field rules need beyond one object's rows: the go-live instant and the API user."""
+
+    go_live: str  # a date-time in the store's wire form (2020-06-01T00:00:00.000+0000)
+    api_user: str | None
+
+
+class Compute(Protocol):
+    def __call__(self, spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> Sequence[Any]: ...
+
+
+def wire_datetime(value: str) -> str:
+    """A bundle date (`2020-06-01`) or date-time as the store's fixed-width UTC wire form."""
+    return f"{value}T00:00:00.000+0000" if len(value) == 10 else value
+
+
+def record_dates(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[str]]:
+    """Each record's own dates (stored date and date-time fields), in wire form."""
+    cols = [frame[f.name].tolist() for f in spec.fields if f.type in DATE_TYPES and not f.computed]
+    return (
+        [[wire_datetime(v) for v in row if v] for row in zip(*cols, strict=True)]
+        if cols
+        else [[]] * len(frame)
+    )
+
+
+def created_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
+    if spec.has_field("CreatedDate") and not spec.field("CreatedDate").computed:
+        own = [wire_datetime(v) if v else None for v in frame["CreatedDate"].tolist()]
+        return [
+            c or min(d, default=facts.go_live) for c, d in zip(own, record_dates(spec, frame), strict=True)
+        ]
+    return [min(d, default=facts.go_live) for d in record_dates(spec, frame)]
+
+
+def modified_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
+    created = created_dates(spec, frame, facts)
+    return [max([c, *d]) for c, d in zip(created, record_dates(spec, frame), strict=True)]
+
+
+def creators(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str | None]:
+    owners = frame["OwnerId"].tolist() if spec.has_field("OwnerId") else [None] * len(frame)
+    return [o or facts.api_user for o in owners]
+
+
+def numbers(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
+    created = created_dates(spec, frame, facts)
+    order = sorted(range(len(frame)), key=lambda i: (created[i], frame["Id"].iat[i]))
+    out = [""] * len(frame)
+    for rank, i in enumerate(order, start=1):
+        out[i] = f"{rank:0{NUMBER_WIDTH}d}"
+    return out
+
+
+def not_deleted(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[bool]:
+    return [False] * len(frame)
 
 
 def full_name(frame: pd.DataFrame) -> list[str]:
@@ -36,6 +113,10 @@ def is_closed(frame: pd.DataFrame) -> list[bool]:
     return [status is not None and str(status).lower() in CLOSED_STATUSES for status in frame["Status"]]
 
 
+def _frame_only(fn: Callable[[pd.DataFrame], Sequence[Any]]) -> Compute:
+    return lambda spec, frame, facts: fn(frame)
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -43,9 +124,12 @@ class Rule:
     label: str
     description: str
     requires: tuple[str, ...]
-    compute: Callable[[pd.DataFrame], Sequence[Any]]
+    compute: Compute
     length: int | None = None
     objects: tuple[str, ...] | None = None  # None: every object with the required fields
+    reference_to: tuple[str, ...] = ()
+    relationship_name: str | None = None
+    auto_number: bool = False
 
 
 RULES = (
@@ -55,7 +139,7 @@ RULES = (
         "Full Name",
         "FirstName and LastName as one name, computed by the org (read-only).",
         ("FirstName", "LastName"),
-        full_name,
+        _frame_only(full_name),
         length=121,
     ),
     Rule(
@@ -64,10 +148,80 @@ RULES = (
         "Closed",
         "Whether the case's Status is a closed status, computed by the org (read-only).",
         ("Status",),
-        is_closed,
+        _frame_only(is_closed),
         objects=("Case",),
     ),
+    Rule(
+        "CreatedById",
+        "reference",
+        "Created By ID",
+        "The user who created the record (served bundles: its owner, else the API user).",
+        (),
+        creators,
+        length=18,
+        reference_to=("User",),
+        relationship_name="CreatedBy",
+    ),
+    Rule(
+        "CreatedDate",
+        "datetime",
+        "Created Date",
+        "When the record was created (served bundles: its earliest date, else the org's go-live).",
+        (),
+        created_dates,
+    ),
+    Rule(
+        "LastModifiedById",
+        "reference",
+        "Last Modified By ID",
+        "The user who last changed the record (served bundles: its creator).",
+        (),
+        creators,
+        length=18,
+        reference_to=("User",),
+        relationship_name="LastModifiedBy",
+    ),
+    Rule(
+        "LastModifiedDate",
+        "datetime",
+        "Last Modified Date",
+        "When the record was last changed (served bundles: its latest date).",
+        (),
+        modified_dates,
+    ),
+    Rule(
+        "SystemModstamp",
+        "datetime",
+        "System Modstamp",
+        "When the record was last changed by a user or by the system.",
+        (),
+        modified_dates,
+    ),
+    Rule("IsDeleted", "boolean", "Deleted", "Whether the record is in the recycle bin.", (), not_deleted),
+    Rule(
+        "CaseNumber",
+        "string",
+        "Case Number",
+        "The case's auto-number, in creation order.",
+        (),
+        numbers,
+        length=30,
+        objects=("Case",),
+        auto_number=True,
+    ),
+    Rule(
+        "OrderNumber",
+        "string",
+        "Order Number",
+        "The order's auto-number, in creation order.",
+        (),
+        numbers,
+        length=30,
+        objects=("Order",),
+        auto_number=True,
+    ),
 )
+SYSTEM_FIELDS = tuple(r.name for r in RULES[2:])
 
 
 def rules_for(spec: ObjectSpec) -> list[Rule]:
@@ -95,8 +249,11 @@ def local_model(model: OrgModel) -> OrgModel:
                 description=r.description,
                 nillable=False,
                 length=r.length,
+                reference_to=r.reference_to,
+                relationship_name=r.relationship_name,
                 createable=False,
                 computed=True,
+                auto_number=r.auto_number,
             )
             for r in rules_for(spec)
         )
@@ -110,7 +267,7 @@ def stored_spec(spec: ObjectSpec) -> ObjectSpec:
     return spec if len(stored) == len(spec.fields) else replace(spec, fields=stored)
 
 
-def compute(spec: ObjectSpec, raw: pd.DataFrame) -> dict[str, Sequence[Any]]:
+def compute(spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts) -> dict[str, Sequence[Any]]:
     """The values of `spec`'s computed fields, from the stored columns of `raw` (strings, None for empty)."""
     by_name = {r.name: r for r in RULES}
-    return {f.name: by_name[f.name].compute(raw) for f in spec.fields if f.computed}
+    return {f.name: by_name[f.name].compute(spec, raw, facts) for f in spec.fields if f.computed}

@@ -84,7 +84,7 @@ def describe_field(spec: ObjectSpec, f: FieldSpec) -> dict[str, Any]:
     long_text = is_long_text(f)
     return {
         "aggregatable": f.type != "boolean" and not long_text,
-        "autoNumber": False,
+        "autoNumber": f.auto_number,
         "byteLength": 18 if f.type in ("id", "reference") else length * 3,
         "calculated": False,
         "calculatedFormula": None,
@@ -139,7 +139,7 @@ def describe_field(spec: ObjectSpec, f: FieldSpec) -> dict[str, Any]:
         "sortable": not long_text,
         "type": f.type,
         "unique": f.unique,
-        "updateable": f.createable and not is_id,
+        "updateable": f.createable and not is_id and not f.audit,
         "writeRequiresMasterRead": False,
         "description": f.description,
     }

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from orgs.bundle import Bundle, BundleError
-from orgs.local.computed import compute, local_model, stored_spec
+from orgs.local.computed import OrgFacts, compute, local_model, record_dates, stored_spec, wire_datetime
 from orgs.local.text import FTS_TOKENIZER, search_text
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
-STORE_VERSION = "2"  # 2: computed fields (orgs/local/computed.py)
+STORE_VERSION = "3"  # 2: computed fields (orgs/local/computed.py); 3: system fields
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
 # virtual machine steps between two looks at a statement's deadline (about a millisecond of work)
@@ -218,8 +218,9 @@ def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) ->
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("CREATE TABLE orgseed_meta (key TEXT PRIMARY KEY, value TEXT)")
+        facts = org_facts(bundle, model)
         for spec in model:
-            _load_object(conn, bundle, spec)
+            _load_object(conn, bundle, spec, facts)
         conn.execute("ANALYZE")
         rows = [*meta.items(), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))]
         conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
@@ -228,11 +229,32 @@ def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) ->
         conn.close()
 
 
-def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec) -> None:
+def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:
+    """The org's go-live instant and API user, for the system fields (orgs/local/computed.py)."""
+    start = (bundle.read_manifest().get("profile") or {}).get("start")
+    if isinstance(start, str) and len(start) == 10:
+        go_live = wire_datetime(start)
+    else:  # a bundle without a time span: its earliest date of any record
+        dates = [
+            d
+            for spec in model
+            if any(f.type in ("date", "datetime") and not f.computed for f in spec.fields)
+            for row in record_dates(spec, bundle.read_raw(spec.name, stored_spec(spec)))
+            for d in row
+        ]
+        go_live = min(dates, default="2000-01-01T00:00:00.000+0000")
+    api_user = None
+    if "User" in model.objects:
+        users = bundle.read_raw("User", stored_spec(model.get("User")))
+        api_user = str(users["Id"].iat[0]) if len(users) else None
+    return OrgFacts(go_live, api_user)
+
+
+def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, facts: OrgFacts) -> None:
     table = quote(spec.name)
     conn.execute(f"CREATE TABLE {table} ({', '.join(column_sql(f) for f in spec.fields)})")
     raw = bundle.read_raw(spec.name, stored_spec(spec))
-    computed = compute(spec, raw)
+    computed = compute(spec, raw, facts)
     columns = []
     for f in spec.fields:
         if f.computed:

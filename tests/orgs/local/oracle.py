@@ -13,6 +13,7 @@ ranges relative to "today" (the day after the profile's time span) in UTC, weeks
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -35,6 +36,54 @@ ORG_COMPUTED: dict[str, Callable[[pd.DataFrame], list[Any]]] = {
     ],
     "IsClosed": lambda df: [status == "Closed" for status in df["Status"]],
 }
+# the system fields a served bundle derives (README, "System fields"), computed by `system_fields` below
+SYSTEM_FIELDS = (
+    "CreatedById",
+    "CreatedDate",
+    "LastModifiedById",
+    "LastModifiedDate",
+    "SystemModstamp",
+    "IsDeleted",
+    "CaseNumber",
+    "OrderNumber",
+)
+
+
+def _wire(value: str) -> str:
+    return value + "T00:00:00.000+0000" if len(value) == 10 else value
+
+
+def system_fields(root: Path, spec: ObjectSpec, df: pd.DataFrame) -> dict[str, list[Any]]:
+    """The README's rule, written out: dates are the record's own date/date-time columns; created is the
+    stored CreatedDate, else the earliest date, else the span start; modified is the latest of them; the
+    creator is the owner, else the first user; numbers count up in created order, ties by Id."""
+    go_live = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["profile"]["start"]
+    users = pd.read_csv(root / "data" / "User.csv", dtype=str, keep_default_na=False)
+    api_user = users["Id"].iloc[0]
+    date_cols = [f.name for f in spec.fields if f.type in ("date", "datetime") and f.name in df.columns]
+    created, modified = [], []
+    for _, row in df.iterrows():
+        dates = sorted(_wire(row[c]) for c in date_cols if row[c])
+        stored = row["CreatedDate"] if "CreatedDate" in df.columns and row["CreatedDate"] else None
+        c = _wire(stored) if stored else (dates[0] if dates else _wire(go_live))
+        created.append(c)
+        modified.append(max([c, *dates]))
+    owner = df["OwnerId"].tolist() if "OwnerId" in df.columns else [None] * len(df)
+    creator = [o or api_user for o in owner]
+    rank = sorted(range(len(df)), key=lambda i: (created[i], df["Id"].iloc[i]))
+    number = [""] * len(df)
+    for n, i in enumerate(rank, start=1):
+        number[i] = f"{n:08d}"
+    return {
+        "CreatedById": creator,
+        "CreatedDate": created,
+        "LastModifiedById": creator,
+        "LastModifiedDate": modified,
+        "SystemModstamp": modified,
+        "IsDeleted": [False] * len(df),
+        "CaseNumber": number,
+        "OrderNumber": number,
+    }
 
 
 # -- data -----------------------------------------------------------------------------------------------------
@@ -55,8 +104,13 @@ class Frames:
         if name not in self._frames:
             df = pd.read_csv(self.root / "data" / f"{name}.csv", dtype=str, keep_default_na=False)
             df = df.astype(object).where(df != "", None)
+            system = None
             for f in self.model.get(name).fields:
-                if f.computed:  # a field the org computes: derived here, by this oracle's own rule
+                if f.computed and f.name in SYSTEM_FIELDS:
+                    if system is None:
+                        system = system_fields(self.root, self.model.get(name), df)
+                    df[f.name] = system[f.name]
+                elif f.computed:  # a field the org computes: derived here, by this oracle's own rule
                     df[f.name] = ORG_COMPUTED[f.name](df)
                 elif f.type == "boolean":
                     df[f.name] = df[f.name].map(lambda v: None if v is None else v == "true")

@@ -295,7 +295,15 @@ def test_global_describe(sf: Any) -> None:
 
 
 # the fields a real org computes that the local org adds after the model's own (orgs/local/computed.py)
-ORG_COMPUTED = {"Case": ["IsClosed"], "Knowledge__kav": [], "OrderItem": [], "User": ["Name"]}
+# after the model's fields: what the org computes (a person's Name, Case.IsClosed) and the system fields
+# every record has (CreatedDate only where the model has none), then the auto-number
+SYSTEM = ["CreatedById", "CreatedDate", "LastModifiedById", "LastModifiedDate", "SystemModstamp", "IsDeleted"]
+ORG_COMPUTED = {
+    "Case": ["IsClosed", *(f for f in SYSTEM if f != "CreatedDate"), "CaseNumber"],
+    "Knowledge__kav": SYSTEM,
+    "OrderItem": SYSTEM,
+    "User": ["Name", *SYSTEM],
+}
 
 
 @pytest.mark.parametrize("name", sorted(ORG_COMPUTED))

@@ -84,9 +84,20 @@ def test_tables_are_typed_and_indexed(bundle: Path) -> None:
     model = load_model()
     for spec in model:
         cols = {r[1]: r[2] for r in conn.execute(f'PRAGMA table_info("{spec.name}")')}
-        # after the model's columns, the fields a real org computes: a person's Name, Case.IsClosed
+        # after the model's columns, the fields a real org computes: a person's Name, Case.IsClosed, then the
+        # system fields of every record (CreatedDate only where the model has none) and the auto-numbers
         person = spec.has_field("FirstName") and spec.has_field("LastName") and not spec.has_field("Name")
-        extra = ["Name"] * person + ["IsClosed"] * (spec.name == "Case")
+        system = [
+            "CreatedById",
+            "CreatedDate",
+            "LastModifiedById",
+            "LastModifiedDate",
+            "SystemModstamp",
+            "IsDeleted",
+        ]
+        system = [f for f in system if not spec.has_field(f)]
+        number = {"Case": ["CaseNumber"], "Order": ["OrderNumber"]}.get(spec.name, [])
+        extra = ["Name"] * person + ["IsClosed"] * (spec.name == "Case") + system + number
         assert list(cols) == spec.field_names + extra
         for f in spec.fields:
             want = {"boolean": "INTEGER", "int": "INTEGER", "double": "REAL", "currency": "REAL"}.get(

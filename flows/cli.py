@@ -158,6 +158,14 @@ def build(
         str | None,
         typer.Option(help="Address of an existing Dask scheduler (with --runner dask).", metavar="TEXT"),
     ] = None,
+    dask_memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory limit per worker of the local Dask cluster (with --runner dask), e.g. 2GiB; Dask "
+            "restarts a worker that passes it and its shards run again.",
+            metavar="TEXT",
+        ),
+    ] = None,
     per_task: Annotated[
         int | None,
         typer.Option(
@@ -191,6 +199,7 @@ def build(
         engine="local" if no_prefect else "prefect",
         runner=runner,
         dask_address=dask_address,
+        dask_memory_limit=dask_memory_limit,
         per_task=per_task,
         answer_format=answer_format,
         llm=LLMSettings(

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import pandas as pd
 
@@ -43,6 +45,23 @@ from validators.findings import Report, ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle, write_report
 
 
+class StageRunner(Protocol):
+    """Runs one named build stage (`fn(*args)`, sync or async) and returns its result.
+
+    In-process (`run_inline`) it is a plain call; under Prefect each stage is a task run of its own, with its
+    own state and retries (flows/prefect_flow.py), so a failed stage is retried alone."""
+
+    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+async def run_inline(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """The stage runner without an orchestrator: call the stage here."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
 @dataclass
 class BuildReport:
     root: Path
@@ -51,6 +70,7 @@ class BuildReport:
     seconds: float
     generation_seconds: float
     steps: dict[str, float] = field(default_factory=dict)
+    flow_run_id: str | None = None  # the Prefect flow run that recorded the build (None without Prefect)
 
     @property
     def records(self) -> int:
@@ -76,6 +96,7 @@ def run_key(opts: BuildOptions, profile_digest: str) -> str:
 
 
 MAX_SHARDS = 256
+MIN_WORKER_MEMORY = 256 * 2**20  # a worker process with pandas and the generator needs about this much
 MAX_PER_TASK = 10_000
 
 
@@ -98,6 +119,27 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)} (got {opts.engine}).")
     if opts.runner not in RUNNERS:
         raise UsageError(f"--runner must be one of {', '.join(RUNNERS)} (got {opts.runner}).")
+    if opts.dask_memory_limit is not None:
+        if opts.runner != "dask" or opts.dask_address:
+            raise UsageError(
+                "--dask-memory-limit sets the workers of the local Dask cluster: use it with --runner dask and "
+                "without --dask-address (set a remote worker's limit with `dask worker --memory-limit`)."
+            )
+        try:
+            from dask.utils import parse_bytes
+        except ImportError:  # pragma: no cover - depends on the install
+            raise UsageError(
+                "--runner dask needs prefect-dask; install it with `pip install 'orgseed[dask]'`."
+            ) from None
+        try:
+            too_small = parse_bytes(opts.dask_memory_limit) < MIN_WORKER_MEMORY
+        except (ValueError, TypeError):
+            too_small = True
+        if too_small:
+            raise UsageError(
+                f"--dask-memory-limit must be a size of at least 256MiB, such as 2GiB or 500MB "
+                f"(got {opts.dask_memory_limit!r})."
+            )
     if opts.runner == "dask" and opts.engine != "prefect":
         raise UsageError("--runner dask needs the Prefect engine; drop --no-prefect.")
     if opts.per_task is not None and not 0 <= opts.per_task <= MAX_PER_TASK:
@@ -149,19 +191,11 @@ class TaskCheckFailed(DataFindings):
         self.disagreements = disagreements
 
 
-async def make_tasks(
-    root: Path, seed: int, per_task: int, writer: TextWriter, answer_format: str, model: OrgModel
-) -> dict[str, Any]:
-    """Build the task files, re-derive every answer independently, and describe them for the manifest."""
-    from flows.tasks import require_complete_registry
-    from generator.tasks import build_tasks
+def check_task_answers(root: Path) -> None:
+    """Re-derive every task answer from the data with independent code (validators/tasks.py); raise
+    TaskCheckFailed on any disagreement."""
     from validators.tasks import check_tasks
 
-    require_complete_registry()
-    task_set = await build_tasks(root, seed, per_task, writer, answer_format, model)
-    bundle = Bundle(root)
-    rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
-    files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
     disagreements = check_tasks(root)
     if disagreements:
         shown = "\n".join(f"  - {d.message}" for d in disagreements[:5])
@@ -171,9 +205,37 @@ async def make_tasks(
             "do not use them.",
             disagreements=len(disagreements),
         )
-    api = check_tasks_through_the_org(root)
-    return {
-        "per_task": per_task,
+
+
+async def make_tasks(
+    root: Path,
+    seed: int,
+    per_task: int,
+    writer: TextWriter,
+    answer_format: str,
+    model: OrgModel,
+    stage: StageRunner = run_inline,
+    adapt: bool = False,
+) -> dict[str, Any]:
+    """Build the task files, re-derive every answer independently, and describe them for the manifest.
+
+    Three stages: `tasks` (build the files), `tasks.check` (re-derive in code), `tasks.check_api` (re-derive
+    through the embedded org's API). With `adapt`, `per_task` is the profile's default and lowers to what the
+    org yields."""
+    from flows.tasks import require_complete_registry
+    from generator.tasks import TaskSet, build_tasks
+
+    require_complete_registry()
+    task_set: TaskSet = await stage(
+        "tasks", build_tasks, root, seed, per_task, writer, answer_format, model, adapt
+    )
+    bundle = Bundle(root)
+    rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
+    files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
+    await stage("tasks.check", check_task_answers, root)
+    api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+    info: dict[str, Any] = {
+        "per_task": task_set.per_task,
         "answer_format": answer_format,
         "api_check": api,
         "instances": len(task_set.instances),
@@ -182,6 +244,9 @@ async def make_tasks(
         "stats": task_set.stats(),
         "files": files,
     }
+    if task_set.per_task < per_task:  # the profile's default count, lowered to what this org yields
+        info["adapted"] = {"requested": per_task, "per_task": task_set.per_task, "limited_by": task_set.short}
+    return info
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -229,6 +294,19 @@ def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
     }
 
 
+def write_world(bundle: Bundle, world: World) -> dict[str, str]:
+    """Write the latent world (latent/world/); returns the files written with their sha256."""
+    files: dict[str, str] = {}
+    for rel, payload in world_tables(world).items():
+        entry = (
+            bundle.write_frame(f"latent/{rel}", payload)
+            if isinstance(payload, pd.DataFrame)
+            else bundle.write_json(f"latent/{rel}", payload)
+        )
+        files[entry.path] = entry.sha256
+    return files
+
+
 def validate_step(root: Path, profile: Profile, model: OrgModel, manifest: dict[str, Any]) -> Report:
     """Validate the written bundle; record the outcome and its timing in the manifest (not yet written)."""
     t = time.perf_counter()
@@ -259,8 +337,12 @@ async def build_bundle(
     executor: Executor,
     progress: Progress | None = None,
     shares_memory: bool = True,
+    stage: StageRunner = run_inline,
 ) -> BuildReport:
-    """Build a bundle. Checks every input before touching the output folder."""
+    """Build a bundle. Checks every input before touching the output folder.
+
+    `executor` runs the generation shards; `stage` runs every other stage (`world`, `validate`, `tasks`,
+    `tasks.check`, `tasks.check_api`): in-process by default, as Prefect tasks under the Prefect engine."""
     t_start = time.perf_counter()
     check_options(opts)
     model = load_model()
@@ -329,13 +411,7 @@ async def build_bundle(
                 rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
             )
             generation_seconds = time.perf_counter() - t_gen
-            for rel, payload in world_tables(result.ctx.world).items():
-                entry = (
-                    bundle.write_frame(f"latent/{rel}", payload)
-                    if isinstance(payload, pd.DataFrame)
-                    else bundle.write_json(f"latent/{rel}", payload)
-                )
-                files[entry.path] = entry.sha256
+            files.update(await stage("world", write_world, bundle, result.ctx.world))
             shutil.rmtree(root / WORK_DIR, ignore_errors=True)
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
             manifest.update(
@@ -349,7 +425,7 @@ async def build_bundle(
             manifest["stages"]["generate"] = "complete"
             bundle.write_manifest(manifest)
         if "validate" not in stages:
-            validation = validate_step(root, profile, model, manifest)
+            validation = await stage("validate", validate_step, root, profile, model, manifest)
             if not validation.ok:
                 manifest["status"] = "invalid"
                 raise ValidationFailed(validation, str(root / REPORT_PATH))
@@ -358,7 +434,16 @@ async def build_bundle(
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
         if per_task > 0:
-            task_info = await make_tasks(root, opts.seed, per_task, rc.writer(), opts.answer_format, model)
+            task_info = await make_tasks(
+                root,
+                opts.seed,
+                per_task,
+                rc.writer(),
+                opts.answer_format,
+                model,
+                stage,
+                adapt=opts.per_task is None,
+            )
             steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
             files.update(task_info.pop("files"))
     finally:
@@ -407,8 +492,7 @@ def regenerate_tasks(
         raise UsageError(f"--answer-format must be scalar or list (got {answer_format}).")
     bundle = Bundle(root)
     manifest = bundle.read_manifest()
-    if per_task is None:
-        per_task = int((manifest.get("tasks") or {}).get("per_task", 130))
+    per_task_default = int((manifest.get("tasks") or {}).get("per_task", 130))
     problems = bundle.verify_hashes(
         {**manifest, "files": {k: v for k, v in manifest.get("files", {}).items() if k.startswith("data/")}}
     )
@@ -416,7 +500,10 @@ def regenerate_tasks(
         raise UsageError(problems[0] + " Task answers would not describe this data.")
     seed = manifest["seed"] if seed is None else seed
     writer = OfflineWriter(seed, manifest["profile"].get("company", "our company"))
-    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model()))
+    adapt = per_task is None
+    if per_task is None:
+        per_task = int((manifest.get("tasks") or {}).get("adapted", {}).get("requested") or per_task_default)
+    info = asyncio.run(make_tasks(root, seed, per_task, writer, answer_format, load_model(), adapt=adapt))
     files = dict(manifest.get("files", {}))
     files.update(info.pop("files"))
     manifest["files"] = dict(sorted(files.items()))

@@ -158,6 +158,14 @@ def build(
         str | None,
         typer.Option(help="Address of an existing Dask scheduler (with --runner dask).", metavar="TEXT"),
     ] = None,
+    dask_memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory limit per worker of the local Dask cluster (with --runner dask), e.g. 2GiB; Dask "
+            "restarts a worker that passes it and its shards run again.",
+            metavar="TEXT",
+        ),
+    ] = None,
     per_task: Annotated[
         int | None,
         typer.Option(
@@ -191,6 +199,7 @@ def build(
         engine="local" if no_prefect else "prefect",
         runner=runner,
         dask_address=dask_address,
+        dask_memory_limit=dask_memory_limit,
         per_task=per_task,
         answer_format=answer_format,
         llm=LLMSettings(
@@ -256,6 +265,7 @@ def build(
             f"every answer also re-derived through the embedded org's API: {api['queries']:,} SOQL/SOSL queries "
             f"via simple-salesforce in {api['seconds']:.1f} s"
         )
+        _adapted_note(m["tasks"])
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -415,10 +425,18 @@ def audit(
         Path | None,
         typer.Option(help="Another bundle: every figure side by side with its difference.", metavar="PATH"),
     ] = None,
+    org_audit: Annotated[
+        bool,
+        typer.Option(
+            "--org",
+            help="Also audit a live org against the bundle: the org given by --instance-url and --session-id "
+            "(or SF_INSTANCE_URL and SF_ACCESS_TOKEN).",
+        ),
+    ] = False,
     instance_url: Annotated[
         str | None,
         typer.Option(
-            help="A live org to compare with the bundle (with --session-id; env SF_INSTANCE_URL).",
+            help="The live org's instance URL (implies --org; env SF_INSTANCE_URL).",
             metavar="TEXT",
         ),
     ] = None,
@@ -453,7 +471,7 @@ def audit(
     session_id = session_id or os.environ.get("SF_ACCESS_TOKEN")
     org = None
     try:
-        if instance_url or session_id:
+        if org_audit or instance_url or session_id:
             org = _org_client(instance_url, session_id)
         report = run_audit(bundle, against, org, id_map)
     except OrgseedError as exc:
@@ -638,6 +656,20 @@ def tasks(
         f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
         f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."
     )
+    _adapted_note(info)
+
+
+def _adapted_note(tasks: dict[str, Any]) -> None:
+    """A warning when the profile's default task count was lowered to what this org yields."""
+    adapted = tasks.get("adapted")
+    if adapted:
+        limits = ", ".join(f"{k} {v}" for k, v in adapted["limited_by"].items())
+        err.print(
+            f"[yellow]warning:[/] this org yields {adapted['per_task']} instances per task, not the profile's "
+            f"{adapted['requested']} (limited by: {escape(limits)}); built {adapted['per_task']} of each. Raise the "
+            "profile's counts or --scale for more; an explicit --per-task that the org cannot meet is an error.",
+            highlight=False,
+        )
 
 
 def _board_table(rows: list[dict[str, Any]], title: str, mark: str | None = None) -> Table:

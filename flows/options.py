@@ -40,6 +40,7 @@ class BuildOptions:
     engine: Engine = "prefect"
     runner: Runner = "threads"
     dask_address: str | None = None
+    dask_memory_limit: str | None = None  # per worker of the local cluster, as Dask reads it ("2GiB")
     per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
     answer_format: AnswerFormat = "scalar"
     # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.

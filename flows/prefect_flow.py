@@ -1,26 +1,47 @@
-"""The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, with one Prefect task per
-object × shard job (never per record). The task and the flow are defined at module level so process-based task
-runners (Dask) can pickle them. Imported only when the Prefect engine runs.
+"""The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, every one a Prefect task:
+one per object × shard generation job (never per record), and one per later stage (`world`, `validate`,
+`tasks`, `tasks.check`, `tasks.check_api`), each with its own state and retries, so a failed stage is retried
+alone and a Prefect server's UI shows the whole build. The tasks and the flow are defined at module level so
+process-based task runners (Dask) can pickle them. Imported only when the Prefect engine runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State, TaskRun
+from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
 from flows.build import build_bundle
 from flows.options import BuildOptions
 from flows.progress import current_progress, showing
 from generator.pipeline import Progress, RunContext, ShardJob, run_shard_sync
+from schemas.errors import OrgseedError
+
+RETRIES = 2  # a stage or shard that fails for a passing reason (a lost worker, a full disk) runs again
 
 
-@task(name="shard", cache_policy=NO_CACHE, persist_result=False, log_prints=False)
+def worth_retrying(task: Any, task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry a failed task unless it failed on orgseed's own verdict (bad input, a data finding): those are
+    deterministic, and the same inputs would fail the same way."""
+    return not isinstance(state.data, OrgseedError)
+
+
+@task(
+    name="shard",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    log_prints=False,
+    retries=RETRIES,
+    retry_condition_fn=worth_retrying,
+)
 def shard_task(job: ShardJob, rc: RunContext | None = None) -> Any:
     return run_shard_sync(job, rc)
 
@@ -45,12 +66,40 @@ class PrefectExecutor:
         return await asyncio.to_thread(lambda: [f.result() for f in futures])
 
 
+@task(
+    name="stage",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    log_prints=False,
+    retries=RETRIES,
+    retry_condition_fn=worth_retrying,
+)
+async def stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def run_stage(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """The flow's stage runner (flows.build.StageRunner): the stage is a task run named after it, run in the
+    flow's process (stages share the build's writer and manifest); its arguments are passed under `quote`, so
+    Prefect neither inspects nor records them."""
+    named = stage_task.with_options(name=name, task_run_name=name)
+    quoted_fn: Any = quote(fn)
+    quoted_args: Any = quote(args)
+    return await named(quoted_fn, quoted_args)
+
+
 @flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
 async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
     opts = BuildOptions.from_dict(options)
     threads = opts.runner == "threads"
-    report = await build_bundle(opts, PrefectExecutor(threads), current_progress(), shares_memory=threads)
+    report = await build_bundle(
+        opts, PrefectExecutor(threads), current_progress(), shares_memory=threads, stage=run_stage
+    )
     return {
+        "flow_run_id": flow_run.get_id(),
         "root": str(report.root),
         "manifest": report.manifest,
         "seconds": report.seconds,

@@ -44,6 +44,7 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
         seconds=out["seconds"],
         generation_seconds=out["generation_seconds"],
         steps=out["steps"],
+        flow_run_id=out["flow_run_id"],
     )
 
 
@@ -76,6 +77,7 @@ def _dask_runner(opts: BuildOptions) -> Any:
             "threads_per_worker": 1,
             "processes": True,
             "dashboard_address": None,
+            "memory_limit": opts.dask_memory_limit or "auto",
         }
     )
 

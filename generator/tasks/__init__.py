@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -49,8 +49,10 @@ class CountingWriter(TextWriter):
 @dataclass
 class TaskSet:
     instances: list[Instance]
-    per_task: int
+    per_task: int  # instances per task built (below `requested` when the org could not yield more)
     text_requests: dict[str, int]
+    requested: int = 0
+    short: dict[str, int] = field(default_factory=dict)  # tasks that limited per_task → what they yielded
 
     def stats(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -89,7 +91,11 @@ async def build_tasks(
     writer: TextWriter | None = None,
     answer_format: str = "scalar",
     model: OrgModel | None = None,
+    adapt: bool = False,
 ) -> TaskSet:
+    """Build `per_task` instances of every registered task. With `adapt` (per_task is the profile's default,
+    not one the user asked for), an org too small for that many builds as many as every task yields, the
+    same number for each task; otherwise a task that cannot be filled is an error."""
     if per_task < 1:
         raise TaskBuildError(f"--per-task must be at least 1 (got {per_task}).")
     if answer_format not in ("scalar", "list"):
@@ -107,20 +113,42 @@ async def build_tasks(
     writer = counting
     tasks = specs()
     builders = {s.name: builder(s.name) for s in tasks}
-    for b in builders.values():
-        if b.check_supply is not None:
-            b.check_supply(data, per_task)
+    n = per_task
+    short: dict[str, int] = {}  # tasks the org cannot fill at the requested count, and how many they yield
+    for name, b in builders.items():
+        available = b.supply(data) if b.supply is not None else None
+        if available is not None and available < n:
+            if not adapt:
+                raise TaskBuildError(
+                    f"{name}: the org yields {available} distinct instances, fewer than --per-task {per_task}. "
+                    "Lower --per-task or raise the profile's counts."
+                )
+            short[name] = available
+            n = available
     prepared: dict[str, Any] = {}
     for task, b in builders.items():  # drafts first, in block order (they may call the writer)
         if b.prepare is not None:
             prepared[task] = await b.prepare(data, rng(str(b.prepare_stream)), per_task, writer)
-    samplers = {task: b.sampler(data, prepared.get(task)) for task, b in builders.items()}
-    instances: list[Instance] = []
-    for s in tasks:
-        instances += fill(s.name, per_task, s.none_share, rng(s.name), samplers[s.name])
+    while True:
+        # every task at the same count n (CRMArena's blocks); with `adapt`, lowered to what every task yields
+        samplers = {task: b.sampler(data, prepared.get(task)) for task, b in builders.items()}
+        blocks = {
+            s.name: fill(s.name, n, s.none_share, rng(s.name), samplers[s.name], partial=adapt) for s in tasks
+        }
+        fewest = min(len(b) for b in blocks.values())
+        if fewest == n:
+            break
+        short.update({name: len(b) for name, b in blocks.items() if len(b) < n})
+        if fewest == 0:
+            raise TaskBuildError(
+                f"the org yields no instance of {', '.join(k for k, b in blocks.items() if not b)}; raise the "
+                "profile's counts or build a data-only org with --per-task 0."
+            )
+        n = fewest
+    instances = [inst for s in tasks for inst in blocks[s.name]]
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
-    return TaskSet(instances, per_task, dict(counting.requests))
+    return TaskSet(instances, n, dict(counting.requests), requested=per_task, short=short)
 
 
 async def _paraphrase(instances: list[Instance], writer: TextWriter) -> None:

@@ -247,6 +247,11 @@ class OrgData:
 Sampler = Callable[[random.Random, bool], Instance | None]
 
 
+def stall_window(n: int) -> int:
+    """Draws in a row without an accepted instance after which a partial fill gives up."""
+    return max(2000, 20 * n)
+
+
 def fill(
     task: str,
     n: int,
@@ -255,12 +260,15 @@ def fill(
     sample: Sampler,
     max_answer_share: float = 0.3,
     max_attempts: int = 20000,
+    partial: bool = False,
 ) -> list[Instance]:
     """Draw instances until `n` are accepted: exactly round(n × none_share) with answer None, no ties, no repeated
     (task, params), and no non-None answer on more than max_answer_share of the instances.
 
     `sample(rng, want_none)` tries to build one instance of the wanted kind and returns None when the draw
-    does not qualify (the sampler then draws again).
+    does not qualify (the sampler then draws again). After `max_attempts` draws it raises TaskBuildError, or
+    with `partial` returns the instances accepted so far (fewer than `n`); a partial fill also stops once
+    `stall_window(n)` draws in a row were all rejected (the org is exhausted; drawing on only costs time).
     """
     want_none = round(n * none_share)
     cap = max(1, math.floor(max_answer_share * n))
@@ -269,9 +277,12 @@ def fill(
     answers: Counter[str] = Counter()
     nones = 0
     attempts = 0
+    last_accepted = 0
     while len(out) < n:
         attempts += 1
-        if attempts > max_attempts:
+        if attempts > max_attempts or (partial and attempts - last_accepted > stall_window(n)):
+            if partial:
+                return out
             raise TaskBuildError(
                 f"{task}: only {len(out)} of {n} instances after {max_attempts} draws ({nones} None). The org is "
                 "too small or too uniform for this task; lower --per-task or raise the profile's counts."
@@ -289,6 +300,7 @@ def fill(
         if not is_none and answers[str(inst.answer)] >= cap:
             continue
         seen.add(key)
+        last_accepted = attempts
         if is_none:
             nones += 1
         else:

@@ -37,15 +37,15 @@ class TaskBuilder:
 
     sampler(data, prepared) returns the `Sampler` that `common.fill` draws instances with; `solve` answers one
     instance from its params (the builders' solver; `validators/task_solver.py` holds the independent one);
-    `prepare` runs before any sampler, with its own random stream `prepare_stream`; `check_supply(data,
-    per_task)` raises TaskBuildError when the org cannot yield `per_task` distinct instances.
+    `prepare` runs before any sampler, with its own random stream `prepare_stream`; `supply(data)` is how
+    many distinct instances the org can yield at most, when the task knows it up front (None: unbounded).
     """
 
     sampler: Callable[[OrgData, Any], Sampler]
     solve: Solver
     prepare: Prepare | None = None
     prepare_stream: str | None = None
-    check_supply: Callable[[OrgData, int], None] | None = None
+    supply: Callable[[OrgData], int] | None = None
 
 
 BUILDERS: dict[str, TaskBuilder] = {}
@@ -83,18 +83,14 @@ async def _ned_drafts(data: OrgData, rng: random.Random, per_task: int, writer: 
     return await ned_drafts(data, rng, per_task * 8, writer)
 
 
-def _knowledge_supply(data: OrgData, per_task: int) -> None:
-    available = len(knowledge_facts(data))
-    if per_task > available:
-        raise TaskBuildError(
-            f"knowledge_qa: the articles plant {available} facts, fewer than --per-task {per_task}. "
-            "Lower --per-task or raise [counts].Knowledge__kav."
-        )
+def _knowledge_supply(data: OrgData) -> int:
+    """One instance per fact the articles plant."""
+    return len(knowledge_facts(data))
 
 
 register_builder(
     "knowledge_qa",
-    TaskBuilder(_no_prep(sampler_knowledge_qa), solve_knowledge_qa, check_supply=_knowledge_supply),
+    TaskBuilder(_no_prep(sampler_knowledge_qa), solve_knowledge_qa, supply=_knowledge_supply),
 )
 register_builder("monthly_trend_analysis", TaskBuilder(_no_prep(sampler_monthly_trend), solve_monthly_trend))
 register_builder("top_issue_identification", TaskBuilder(_no_prep(sampler_top_issue), solve_top_issue))

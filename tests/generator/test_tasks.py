@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from generator.tasks import build_tasks, solve
-from generator.tasks.common import OrgData
+from generator.tasks.common import OrgData, TaskBuildError
 from schemas.taskspec import CRMARENA_TASKS
 from tests.conftest import copy_bundle
 from tests.flows.test_cli import orgseed
@@ -156,3 +156,34 @@ def test_tasks_command_refuses_tampered_data(tmp_path: Path, small_bundle: Path)
     path.write_text(path.read_text().replace("Closed", "Working", 1))
     res = orgseed("tasks", str(root))
     assert res.returncode == 2 and "does not match its SHA-256" in res.stderr
+
+
+def test_a_small_org_builds_as_many_tasks_as_it_yields_with_the_default_count(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    """Issue 16 item 6: the profile's default count adapts to what the org yields (the same count for every
+    task, so CRMArena's blocks hold), while a count the user asked for and the org cannot meet is an error."""
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    with pytest.raises(TaskBuildError):
+        asyncio.run(build_tasks(root, seed=0, per_task=400))
+    task_set = asyncio.run(build_tasks(root, seed=0, per_task=400, adapt=True))
+    n = task_set.per_task
+    assert 0 < n < 400 and task_set.requested == 400 and task_set.short
+    assert all(v >= n for v in task_set.short.values()) and min(task_set.short.values()) == n
+    rows = [json.loads(line) for line in (root / "tasks" / "ground_truth.jsonl").read_text().splitlines()]
+    assert Counter(r["task"] for r in rows) == dict.fromkeys(CRMARENA_TASKS, n)
+    assert check_tasks(root) == []  # tie-free, blocks in order, every answer re-derived
+
+
+def test_orgseed_tasks_reports_an_adapted_count(small_bundle: Path, tmp_path: Path) -> None:
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["tasks"]["per_task"] = 400  # as if the profile asked for more than this org yields
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    res = orgseed("tasks", str(root))
+    assert res.returncode == 0, res.stderr
+    assert "warning: this org yields" in res.stderr
+    tasks = json.loads((root / "manifest.json").read_text())["tasks"]
+    assert tasks["adapted"]["requested"] == 400 and tasks["per_task"] == tasks["adapted"]["per_task"] < 400
+    res = orgseed("tasks", str(root), "--per-task", "400")
+    assert res.returncode != 0 and "--per-task" in res.stderr

@@ -200,7 +200,9 @@ def test_cli_audits_a_live_org_over_https_and_refuses_an_unreachable_one(
     assert server.certificate is not None
     env = {**os.environ, "REQUESTS_CA_BUNDLE": str(server.certificate.cert)}
     url = f"https://{server.host}:{server.port}"
-    res = orgseed("audit", str(root), "--instance-url", url, "--session-id", server.token, env=env)
+    res = orgseed(
+        "audit", str(root), "--org", env={**env, "SF_INSTANCE_URL": url, "SF_ACCESS_TOKEN": server.token}
+    )
     assert res.returncode == 0, res.stderr
     doc = json.loads((root / "reports" / "audit.json").read_text())
     assert doc["sections"]["org"]["figures"]["instance_url"].startswith(url)
@@ -212,13 +214,19 @@ def test_cli_audits_a_live_org_over_https_and_refuses_an_unreachable_one(
     assert res.returncode == 2 and "cannot be reached" in res.stderr and "Traceback" not in res.stderr
     res = orgseed("audit", str(root), "--instance-url", url, env={**env, "SF_ACCESS_TOKEN": ""})
     assert res.returncode == 2 and "--session-id" in res.stderr
+    res = orgseed("audit", str(root), "--org", env={**env, "SF_INSTANCE_URL": "", "SF_ACCESS_TOKEN": ""})
+    assert res.returncode == 2 and "--instance-url" in res.stderr
 
 
-def test_a_skewed_regional_mix_is_flagged(default_bundle: Path, tmp_path: Path, clean: dict[str, Any]) -> None:
+def test_a_skewed_regional_mix_is_flagged(
+    default_bundle: Path, tmp_path: Path, clean: dict[str, Any]
+) -> None:
     root = copy_bundle(default_bundle, tmp_path / "b")
     header, accounts = _rows(root / "data" / "Account.csv")
     for r in accounts[: len(accounts) * 2 // 3]:
-        r["ShippingState"] = "WY"  # two thirds of the customers in a state the profile weights lightly or not at all
+        r["ShippingState"] = (
+            "WY"  # two thirds of the customers in a state the profile weights lightly or not at all
+        )
     _write(root / "data" / "Account.csv", header, accounts)
     report = run_audit(root)
     assert any(f.startswith("Account.ShippingState:") for f in _flags(report, "distributions"))

@@ -1,0 +1,86 @@
+"""Every build stage is a Prefect task run of its own: a failed stage is retried alone, and the flow run's task
+runs (read back through Prefect's client API) list the whole build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from flows import build as build_module
+from flows.build import TaskCheckFailed
+from flows.options import BuildOptions
+from flows.run import run_build
+from tests.conftest import SMALL_PROFILE
+
+STAGES = {"world", "validate", "tasks", "tasks.check", "tasks.check_api"}
+
+
+def _opts(out: Path) -> BuildOptions:
+    return BuildOptions(profile=str(SMALL_PROFILE), out=str(out), shards=2, force=True)
+
+
+def _task_runs(flow_run_id: str) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return list(
+            client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(flow_run_id)])))
+        )
+
+
+def test_a_failed_stage_is_retried_alone_and_every_stage_is_a_task_run(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = {"validate": 0}
+    real = build_module.validate_step
+
+    def flaky_validate(*args: Any) -> Any:
+        calls["validate"] += 1
+        if calls["validate"] == 1:
+            raise OSError("disk hiccup (planted by the test)")
+        return real(*args)
+
+    monkeypatch.setattr(build_module, "validate_step", flaky_validate)
+    report = run_build(_opts(tmp_path / "out"))
+    expected = json.loads((small_bundle / "manifest.json").read_text())
+    assert report.manifest["data_sha256"] == expected["data_sha256"]
+    assert report.manifest["files"] == expected["files"]  # tasks/ files too
+    assert calls["validate"] == 2
+    assert report.flow_run_id is not None
+
+    runs = _task_runs(report.flow_run_id)
+    by_name: dict[str, list[Any]] = {}
+    for run in runs:
+        by_name.setdefault(run.name, []).append(run)
+    assert set(by_name) >= STAGES, sorted(by_name)
+    # every object's generation ran as (at least) one shard task
+    for obj in expected["counts"]:
+        assert any(name.startswith(f"{obj}.structured[") for name in by_name), obj
+    for name, named in by_name.items():
+        assert len(named) == 1, name
+        run = named[0]
+        assert run.state is not None and run.state.is_completed(), (name, run.state)
+        # The failed stage ran twice; nothing else (no shard, no other stage) ran again.
+        assert run.run_count == (2 if name == "validate" else 1), (name, run.run_count)
+
+
+def test_a_data_finding_is_not_retried(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task answer disagreement is a verdict on the data: the same inputs fail the same way, so it fails
+    once, the build fails (exit 1 in the CLI), and the stage's task run says so."""
+    calls = {"check": 0}
+
+    def disagreeing(root: Path) -> None:
+        calls["check"] += 1
+        raise TaskCheckFailed("1 task answer(s) disagree (planted by the test)", disagreements=1)
+
+    monkeypatch.setattr(build_module, "check_task_answers", disagreeing)
+    with pytest.raises(TaskCheckFailed):
+        run_build(_opts(tmp_path / "out"))
+    assert calls["check"] == 1

@@ -231,3 +231,27 @@ def test_a_skewed_regional_mix_is_flagged(
     report = run_audit(root)
     assert any(f.startswith("Account.ShippingState:") for f in _flags(report, "distributions"))
     assert not any(f.startswith("Account.ShippingState:") for f in _flags(clean, "distributions"))
+
+
+def test_hostile_bundle_files_are_refused_not_read(small_bundle: Path, tmp_path: Path) -> None:
+    """A FIFO where a latent table should be, a link out of the bundle, broken JSON: exit 2 naming the file,
+    never a hang or a traceback."""
+    import os
+
+    root = copy_bundle(small_bundle, tmp_path / "fifo")
+    agents = root / "latent" / "world" / "agents.csv"
+    agents.unlink()
+    os.mkfifo(agents)
+    res = orgseed("audit", str(root))
+    assert res.returncode == 2 and "agents.csv" in res.stderr and "Traceback" not in res.stderr
+    root = copy_bundle(small_bundle, tmp_path / "link")
+    policies = root / "latent" / "world" / "policies.json"
+    policies.unlink()
+    policies.symlink_to("/etc/hostname")
+    res = orgseed("audit", str(root))
+    assert res.returncode == 2 and "policies.json" in res.stderr and "Traceback" not in res.stderr
+    root = copy_bundle(small_bundle, tmp_path / "json")
+    truth = root / "tasks" / "ground_truth.jsonl"
+    truth.write_text(truth.read_text() + "{not json\n")
+    res = orgseed("audit", str(root))
+    assert res.returncode == 2 and "ground_truth.jsonl:" in res.stderr and "Traceback" not in res.stderr

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from orgs.bundle import Bundle
+from orgs.bundle import Bundle, BundleError, open_regular, read_text_regular
 from schemas.errors import OrgseedError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -81,12 +81,43 @@ class AuditData:
         return self._frames[name]
 
     def latent(self, name: str) -> pd.DataFrame | None:
-        path = self.root / "latent" / f"{name}.csv"
-        return pd.read_csv(path) if path.is_file() else None
+        return self.csv(self.root / "latent" / f"{name}.csv")
 
     def world(self, name: str) -> pd.DataFrame | None:
-        path = self.root / "latent" / "world" / f"{name}.csv"
-        return pd.read_csv(path) if path.is_file() else None
+        return self.csv(self.root / "latent" / "world" / f"{name}.csv")
+
+    def csv(self, path: Path) -> pd.DataFrame | None:
+        """A CSV of the bundle (None when absent), read only if it is a regular file inside the bundle."""
+        if not path.exists() and not path.is_symlink():
+            return None
+        try:
+            with open_regular(path, root=self.root) as fh:
+                return pd.read_csv(fh)
+        except (ValueError, UnicodeDecodeError) as exc:  # pandas' parser errors are ValueErrors
+            raise BundleError(
+                f"{path}: cannot be read as CSV ({exc}); rebuild the bundle.", file=str(path)
+            ) from None
+
+    def json_file(self, path: Path, lines: bool = False) -> Any:
+        """A JSON (or JSON Lines) file of the bundle (None when absent), read safely; BundleError naming the
+        file and line when it is not JSON."""
+        if not path.exists() and not path.is_symlink():
+            return None
+        text = read_text_regular(path, str(path), root=self.root)
+        chunks = (
+            [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+            if lines
+            else [(1, text)]
+        )
+        out = []
+        for n, chunk in chunks:
+            try:
+                out.append(json.loads(chunk))
+            except ValueError as exc:
+                raise BundleError(
+                    f"{path}:{n}: not JSON ({exc}); rebuild the bundle.", file=str(path), line=n
+                ) from None
+        return out if lines else out[0]
 
 
 # -- integrity and cardinality -----------------------------------------------------------------------------
@@ -488,9 +519,9 @@ def _violation_effect(data: AuditData, cases: pd.DataFrame, seed: int) -> dict[s
     the issue's policy does not allow (the remedy's phrase, policies.json, in the text)."""
     latent, issues = data.latent("Case"), data.world("issues")
     policy_path = data.root / "latent" / "world" / "policies.json"
-    if latent is None or issues is None or not policy_path.is_file() or "_violation" not in latent:
+    policies = data.json_file(policy_path)
+    if latent is None or issues is None or policies is None or "_violation" not in latent:
         return None
-    policies = json.loads(policy_path.read_text(encoding="utf-8"))
     phrases = {k: str(v["phrase"]).lower() for k, v in policies["remedies"].items()}
     texts: dict[str, list[str]] = {}
     emails = data.frame("EmailMessage")
@@ -612,14 +643,15 @@ def _key(answer: Any) -> str:
 
 def tasks(data: AuditData) -> Section:
     path = data.root / "tasks" / "ground_truth.jsonl"
-    if not path.is_file():
+    found = data.json_file(path, lines=True)
+    if found is None:
         return {
             "verdict": "ok",
             "summary": "no tasks in this bundle (built with --per-task 0)",
             "figures": {"tasks": []},
             "flags": [],
         }
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in found if isinstance(r, dict)]
     out: list[dict[str, Any]] = []
     flags: list[dict[str, Any]] = []
     names = [t for t in task_names() if any(r.get("task") == t for r in rows)]
@@ -675,7 +707,8 @@ def tasks(data: AuditData) -> Section:
 def llm(data: AuditData) -> Section:
     writer = data.manifest.get("writer") or {}
     path = data.root / "reports" / "llm_usage.json"
-    usage = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    found_usage = data.json_file(path)
+    usage = found_usage if isinstance(found_usage, dict) else None
     totals = (usage or {}).get("totals") or {}
     figures = {
         "writer": writer.get("name", "offline"),

@@ -15,6 +15,7 @@ routes answer it 405, as before.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import orjson
@@ -23,7 +24,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from orgs.local.api import GET, OrgCall, _json_body, authorise
-from orgs.local.errors import OrgApiError
+from orgs.local.bulk import ADMIN_USER_ID
+from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.writable.dml import ROLLED_BACK, DmlError, RecordError, SaveResult
 
 COLLECTION_MAX = 200
@@ -251,6 +253,26 @@ def write_routes() -> list[BaseRoute]:
                 }
             )
         return call.reply(orjson.dumps(out))
+
+    async def userinfo(request: Request) -> Response:
+        """OpenID Connect userinfo: who the session is (the API user) and which org."""
+        state = request.app.state.org
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
+            value.strip().encode("utf-8", "surrogateescape"), state.token
+        ):
+            raise InvalidSession()
+        org = state.org
+        user = getattr(org, "api_user_id", ADMIN_USER_ID)
+        body = {
+            "sub": f"https://login.salesforce.com/id/{org.org_id}/{user}",
+            "user_id": user,
+            "organization_id": org.org_id,
+            "preferred_username": state.access.username,
+        }
+        return Response(orjson.dumps(body), media_type="application/json")
+
+    routes.append(Route("/services/oauth2/userinfo", userinfo, methods=["GET"], include_in_schema=False))
 
     from orgs.local.writable.metadata import metadata_routes
 

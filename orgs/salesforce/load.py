@@ -240,7 +240,7 @@ class Loader:
                 columns.append((name, lambda r: DRAFT))
                 continue
             if spec.name == "User" and name == "Username" and self.username_suffix:
-                columns.append((name, lambda r, s=self.username_suffix: f"{r['Username']}{s}"))
+                columns.append((name, _suffixed(self.username_suffix)))
                 continue
             columns.append((name, _col(name)))
         records = raw.to_dict("records")
@@ -357,13 +357,13 @@ class Loader:
                     done["orders_activated"] += job["numberRecordsProcessed"] - job["numberRecordsFailed"]
         if "Knowledge__kav" in self.model.objects:
             arts = self.bundle.read_raw("Knowledge__kav")
-            want = {str(i) for i, s in zip(arts["Id"], arts["PublishStatus"], strict=True) if s == ONLINE}
+            online = {str(i) for i, s in zip(arts["Id"], arts["PublishStatus"], strict=True) if s == ONLINE}
             drafts = [
                 r["Id"]
                 for r in self.sf.query_all_iter(
                     f"SELECT Id, {EXT}, PublishStatus FROM Knowledge__kav WHERE {EXT} != null"
                 )
-                if r[EXT] in want and r["PublishStatus"] == DRAFT
+                if r[EXT] in online and r["PublishStatus"] == DRAFT
             ]
             for k in range(0, len(drafts), 200):
                 chunk = drafts[k : k + 200]
@@ -396,6 +396,15 @@ def _col(name: str) -> Callable[[Any], str]:
     def value(r: Any) -> str:
         v = r.get(name)
         return "" if v is None else str(v)
+
+    return value
+
+
+def _suffixed(suffix: str) -> Callable[[Any], str]:
+    """Usernames are unique across every Salesforce org (B6): a load into a real org suffixes them."""
+
+    def value(r: Any) -> str:
+        return f"{r['Username']}{suffix}"
 
     return value
 

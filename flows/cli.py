@@ -600,6 +600,13 @@ def serve(
             help="With --empty: Bulk batches of one job that touch the same parent fail with UNABLE_TO_LOCK_ROW.",
         ),
     ] = None,
+    bulk_batch_rows: Annotated[
+        int,
+        typer.Option(
+            help="With --empty: records per internal Bulk API 2.0 batch (Salesforce's: 10,000).",
+            metavar="INTEGER",
+        ),
+    ] = 10_000,
     host: Annotated[
         str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).", metavar="TEXT")
     ] = "127.0.0.1",
@@ -648,6 +655,7 @@ def serve(
             token=token,
             today=day,
             edition=edition,
+            batch_rows=bulk_batch_rows,
             knobs={
                 "person_accounts": person_accounts,
                 "data_storage_mb": data_storage_mb,
@@ -702,6 +710,7 @@ def _serve_empty(
     token: str | None,
     today: Any,
     edition: str | None,
+    batch_rows: int,
     knobs: dict[str, Any],
 ) -> None:
     """`serve --empty`: a writable org with its state in `state_dir` (orgs/local/writable)."""
@@ -718,7 +727,9 @@ def _serve_empty(
         return
     try:
         check_host(host)
-        org = WritableOrg(state_dir, edition=edition, today=today, **knobs)
+        if batch_rows < 1:
+            raise UsageError(f"--bulk-batch-rows must be at least 1 (got {batch_rows}).")
+        org = WritableOrg(state_dir, edition=edition, today=today, batch_rows=batch_rows, **knobs)
     except OrgseedError as exc:
         fail(exc)
         return

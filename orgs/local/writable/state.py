@@ -375,7 +375,7 @@ _BOOKKEEPING = (
     "CREATE TABLE orgseed_storage (id TEXT PRIMARY KEY, sobject TEXT, bytes INTEGER)",
     "CREATE TABLE orgseed_recycle (id TEXT PRIMARY KEY, sobject TEXT, deleted TEXT, record TEXT)",
     "CREATE TABLE orgseed_jobs (id TEXT PRIMARY KEY, info TEXT NOT NULL, state TEXT NOT NULL, "
-    "csv BLOB, batches_done INTEGER NOT NULL DEFAULT 0)",
+    "csv BLOB, batches_done INTEGER NOT NULL DEFAULT 0, batch_rows INTEGER NOT NULL)",
     "CREATE TABLE orgseed_job_results (job TEXT, kind TEXT, seq INTEGER, line TEXT)",
     "CREATE INDEX ix_job_results ON orgseed_job_results (job, kind, seq)",
 )

@@ -380,7 +380,7 @@ def bench_ingest(scale: float) -> dict[str, Any]:
                 else:
                     per_object[name] = time.perf_counter() - started[name]
 
-            loader = Loader(sf, root, load_model(), work_dir=Path(tmp) / "work", wait=0.05, progress=progress)
+            loader = Loader(sf, root, load_model(), wait=0.05, progress=progress)
             calls0 = server.app.state.org.requests
             t0 = time.perf_counter()
             results = loader.run()

@@ -37,7 +37,7 @@ class Loaded:
         self.org = WritableOrg(root / "state", edition="enterprise", person_accounts=True)
         self.server = LocalServer(root / "state", org=self.org).start()
         self.sf = self.server.client()
-        self.loader = Loader(self.sf, bundle, load_model(), work_dir=root / "work", wait=0.05, **knobs)
+        self.loader = Loader(self.sf, bundle, load_model(), wait=0.05, **knobs)
         self.results: list[ObjectLoad] = self.loader.run()
 
     def close(self) -> None:
@@ -125,7 +125,7 @@ def test_orders_active_and_articles_published_as_in_the_bundle(loaded: Loaded, s
 
 
 def test_task_answers_agree_through_the_written_org(loaded: Loaded, small_bundle: Path) -> None:
-    result = check_tasks_via_api(small_bundle, loaded.sf, ids=loaded.loader.id_map())
+    result = check_tasks_via_api(small_bundle, loaded.sf, ids=loaded.loader.id_map_all())
     assert result.instances > 0
     assert result.disagreements == []
 

@@ -231,7 +231,7 @@ class BulkIngest:
         return touched
 
 
-def _csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
+def csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
@@ -239,14 +239,14 @@ def _csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def _chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYTES) -> list[list[list[str]]]:
+def chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYTES) -> list[list[list[str]]]:
     """Rows split so that each job's CSV stays within one upload."""
-    head = len(_csv_bytes(header, []))
+    head = len(csv_bytes(header, []))
     out: list[list[list[str]]] = [[]]
     size = head
     for r in rows:
         n = (
-            len(_csv_bytes([], [r]))
+            len(csv_bytes([], [r]))
             if any("\n" in c or "," in c or '"' in c for c in r)
             else sum(len(c.encode()) for c in r) + len(r)
         )
@@ -329,10 +329,37 @@ class Loader:
             out[r[EXT]] = r["Id"]
         return out
 
+    def _visitors(self, keys: list[str]) -> None:
+        """Chat visitors for `keys` not made yet, 200 per sObject Collections call, recorded as they come."""
+        known = self.ids.setdefault("LiveChatVisitor", {})
+        if self.id_map is not None:
+            known.update(self.id_map.ids("LiveChatVisitor"))
+        todo = [k for k in dict.fromkeys(keys) if k not in known]
+        for k in range(0, len(todo), 200):
+            chunk = todo[k : k + 200]
+            res = self.sf.restful(
+                "composite/sobjects",
+                method="POST",
+                json={
+                    "allOrNone": True,
+                    "records": [{"attributes": {"type": "LiveChatVisitor"}} for _ in chunk],
+                },
+            )
+            pairs = [(key, r["id"]) for key, r in zip(chunk, res, strict=True) if r.get("success")]
+            if len(pairs) != len(chunk):
+                raise LoadError(f"LiveChatVisitor: {res[0].get('errors')}")
+            known.update(pairs)
+            if self.id_map is not None:
+                self.id_map.record("LiveChatVisitor", pairs)
+
     def rows(self, spec: ObjectSpec) -> tuple[list[str], list[list[str]], dict[str, str]]:
         """(header, rows, dropped columns) of `spec`'s bundle data as the org takes it."""
         spec = stored(spec)
         raw = self.bundle.read_raw(spec.name, spec)
+        if spec.has_field("LiveChatVisitorId") and self.facts and "LiveChatVisitor" in self.facts.objects:
+            self._visitors(
+                [str(v or f"for-{i}") for i, v in zip(raw["Id"], raw["LiveChatVisitorId"], strict=True)]
+            )
         facts = self.facts
         assert facts is not None
         columns: list[tuple[str, Callable[[Any], str]]] = []
@@ -398,7 +425,11 @@ class Loader:
         if target == "RecordType" and facts.person_record_type:
             record_type = facts.person_record_type
             return lambda name: lambda r: record_type if r.get(name) else ""
-        if target in ("ProductCatalog", "LiveChatVisitor") and target in facts.objects:
+        if target == "LiveChatVisitor" and target in facts.objects:
+            # every transcript needs a visitor (REQUIRED_FIELD_MISSING otherwise, seeding.md B4); a bundle
+            # without visitor ids gets one per transcript
+            return lambda name: lambda r: self._made(target, r.get(name) or f"for-{r['Id']}")
+        if target == "ProductCatalog" and target in facts.objects:
             return lambda name: lambda r: self._made(target, r.get(name))
         return None
 
@@ -410,10 +441,20 @@ class Loader:
         known = self.ids.setdefault(target, {})
         key = str(bundle_id)
         if key not in known:
+            name = f"orgseed {key}"
+            again = (
+                self.sf.query(f"SELECT Id FROM ProductCatalog WHERE Name = '{name}'")["records"]
+                if target == "ProductCatalog"
+                else []
+            )
             if self.id_map is not None and (found := self.id_map.get(target, key)):
                 known[key] = found
+            elif again:  # made by an interrupted run that did not get to record it
+                known[key] = again[0]["Id"]
+                if self.id_map is not None:
+                    self.id_map.record(target, [(key, known[key])])
             else:
-                body = {"Name": f"orgseed {key}"} if target == "ProductCatalog" else {}
+                body = {"Name": name} if target == "ProductCatalog" else {}
                 known[key] = getattr(self.sf, target).create(body)["id"]
                 if self.id_map is not None:
                     self.id_map.record(target, [(key, known[key])])
@@ -441,8 +482,8 @@ class Loader:
         self.ids.setdefault(sobject, {}).update(have)
         if self.id_map is not None and have:
             self.id_map.record(sobject, have.items())
-        for chunk in _chunks(header, todo) if todo else []:
-            outcome = self.bulk.run(sobject, "insert", _csv_bytes(header, chunk))
+        for chunk in chunks(header, todo) if todo else []:
+            outcome = self.bulk.run(sobject, "insert", csv_bytes(header, chunk))
             result.jobs.append(outcome.job_id)
             if outcome.state != "JobComplete":
                 raise LoadError(
@@ -484,8 +525,8 @@ class Loader:
                 f"SELECT Id, Status, {EXT} FROM Order WHERE Status = '{DRAFT}' AND {EXT} != null"
             )
             updates = [[r["Id"], ACTIVATED] for r in current if r[EXT] in want]
-            for chunk in _chunks(["Id", "Status"], updates) if updates else []:
-                outcome = self.bulk.run("Order", "update", _csv_bytes(["Id", "Status"], chunk))
+            for chunk in chunks(["Id", "Status"], updates) if updates else []:
+                outcome = self.bulk.run("Order", "update", csv_bytes(["Id", "Status"], chunk))
                 done["orders_activated"] += outcome.processed - outcome.failed
                 if outcome.failures:
                     raise LoadError(

@@ -155,28 +155,30 @@ def check_options(opts: BuildOptions) -> None:
         require_complete_registry()
 
 
-def check_tasks_through_the_org(root: Path) -> dict[str, Any]:
-    """Serve the bundle as the embedded org and re-derive every answer with CRMArena's tool queries (SOQL/SOSL
-    through simple-salesforce over HTTPS); raise TaskCheckFailed on any disagreement."""
-    from orgs.local import connect, disconnect
-    from validators.tasks_soql import check_tasks_via_api
+def check_tasks_through_the_org(root: Path, workers: int | None = None) -> dict[str, Any]:
+    """Re-derive every answer with CRMArena's tool queries (SOQL/SOSL) against the embedded org: all of them
+    against its query engine in process (over `workers` processes; default: by the org's size), and a
+    deterministic 5% sample (at least 10) once more through simple-salesforce over HTTPS
+    (flows/answer_check.py). Raise TaskCheckFailed on any disagreement, or when the two paths differ."""
+    from flows.answer_check import check_answers_through_the_org
 
     t = time.perf_counter()
-    try:
-        result = check_tasks_via_api(root, connect(root))
-    finally:
-        disconnect(root)
-    if result.disagreements:
-        shown = "\n".join(f"  - {d.message}" for d in result.disagreements[:5])
+    result = check_answers_through_the_org(root, workers)
+    problems = [d.message for d in result.disagreements] + result.mismatches
+    if problems:
+        shown = "\n".join(f"  - {m}" for m in problems[:5])
         raise TaskCheckFailed(
-            f"{len(result.disagreements)} task answer(s) differ when re-derived through the org's API "
-            f"(validators/tasks_soql.py):\n{shown}",
-            disagreements=len(result.disagreements),
+            f"{len(problems)} task answer(s) differ when re-derived through the org "
+            f"(validators/tasks_soql.py, flows/answer_check.py):\n{shown}",
+            disagreements=len(problems),
         )
     return {
         "instances": result.instances,
         "queries": result.queries,
+        "workers": result.workers,
+        "http_sample": {"instances": len(result.http_sample), "queries": result.http_queries},
         "seconds": round(time.perf_counter() - t, 3),
+        "steps": result.seconds,
     }
 
 

@@ -261,9 +261,11 @@ def build(
     if m.get("tasks"):
         out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
         api = m["tasks"]["api_check"]
+        sample = api.get("http_sample") or {}
         out.print(
-            f"every answer also re-derived through the embedded org's API: {api['queries']:,} SOQL/SOSL queries "
-            f"via simple-salesforce in {api['seconds']:.1f} s"
+            f"every answer also re-derived through the embedded org's query engine: {api['queries']:,} SOQL/SOSL "
+            f"queries in {api['seconds']:.1f} s; {sample.get('instances', 0):,} of them once more through its "
+            "REST API via simple-salesforce, identical"
         )
         _adapted_note(m["tasks"])
     out.print(

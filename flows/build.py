@@ -37,7 +37,15 @@ from generator.pipeline import (
 )
 from generator.text.base import TextWriter
 from generator.world import World
-from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
+from orgs.bundle import (
+    MIN_PART_BYTES,
+    PART_BYTES,
+    Bundle,
+    data_digest,
+    logical_data,
+    new_manifest,
+    sha256_file,
+)
 from schemas.errors import DataFindings, UsageError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -145,6 +153,11 @@ def check_options(opts: BuildOptions) -> None:
     if opts.per_task is not None and not 0 <= opts.per_task <= MAX_PER_TASK:
         raise UsageError(
             f"--per-task must be between 0 (no task instances) and {MAX_PER_TASK:,} (got {opts.per_task})."
+        )
+    if not isinstance(opts.part_bytes, int) or not MIN_PART_BYTES <= opts.part_bytes <= PART_BYTES:
+        raise UsageError(
+            f"--part-bytes must be between {MIN_PART_BYTES:,} and {PART_BYTES:,} (got {opts.part_bytes}): an "
+            "object's CSV larger than this is written in parts, and a part must fit one Bulk API 2.0 upload."
         )
     if opts.answer_format not in ANSWER_FORMATS:
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
@@ -396,9 +409,16 @@ async def build_bundle(
     objects: dict[str, dict[str, Any]] = {}
 
     def persist(name: str, frame: pd.DataFrame) -> None:
-        data, latent = bundle.write_object(model.get(name), frame)
-        files[data.path] = data.sha256
+        data, latent = bundle.write_object(model.get(name), frame, opts.part_bytes)
         objects[name] = {"file": data.path, "rows": data.rows, "sha256": data.sha256}
+        if data.parts:  # written in parts: each part is a file of the bundle; the object's entry is logical
+            objects[name]["bytes"] = data.bytes
+            objects[name]["parts"] = [
+                {"file": p.path, "rows": p.rows, "bytes": p.bytes, "sha256": p.sha256} for p in data.parts
+            ]
+            files.update({p.path: p.sha256 for p in data.parts})
+        else:
+            files[data.path] = data.sha256
         if latent is not None:
             files[latent.path] = latent.sha256
 
@@ -419,7 +439,8 @@ async def build_bundle(
             manifest.update(
                 objects={name: objects[name] for name in model.names},
                 files=dict(sorted(files.items())),
-                data_sha256=data_digest(files),
+                data_sha256=data_digest(logical_data(objects)),
+                data_parts={"max_bytes": opts.part_bytes},
                 counts={name: objects[name]["rows"] for name in model.names},
                 text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
             )

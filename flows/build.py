@@ -62,6 +62,20 @@ class StageRunner(Protocol):
     async def __call__(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
 
 
+def timed(stage: StageRunner, spans: dict[str, dict[str, float]]) -> StageRunner:
+    """`stage`, recording each stage's start (epoch seconds, so a benchmark can line its memory samples up
+    with it) and duration in `spans` (the manifest's /timings/stages)."""
+
+    async def run(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        start, t = time.time(), time.perf_counter()
+        try:
+            return await stage(name, fn, *args)
+        finally:
+            spans[name] = {"start": round(start, 3), "seconds": round(time.perf_counter() - t, 3)}
+
+    return run
+
+
 async def run_inline(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     """The stage runner without an orchestrator: call the stage here."""
     result = fn(*args)
@@ -423,7 +437,9 @@ async def build_bundle(
             files[latent.path] = latent.sha256
 
     rc = RunContext(root, run, make_context(run, model, profile))
-    t_gen = time.perf_counter()
+    spans: dict[str, dict[str, float]] = {}
+    stage = timed(stage, spans)
+    t_gen, t_gen_epoch = time.perf_counter(), time.time()
     steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
     task_info: dict[str, Any] | None = None
     generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
@@ -433,6 +449,7 @@ async def build_bundle(
                 rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
             )
             generation_seconds = time.perf_counter() - t_gen
+            spans["generate"] = {"start": round(t_gen_epoch, 3), "seconds": round(generation_seconds, 3)}
             files.update(await stage("world", write_world, bundle, result.ctx.world))
             shutil.rmtree(root / WORK_DIR, ignore_errors=True)
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
@@ -488,6 +505,7 @@ async def build_bundle(
                 manifest["status"] = "failed"
             bundle.write_manifest(manifest)
     manifest.update(status="complete", files=dict(sorted(files.items())), tasks=task_info)
+    manifest["timings"]["stages"] = {**manifest["timings"].get("stages", {}), **spans}
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)
     root = bundle.publish()

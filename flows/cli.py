@@ -24,6 +24,7 @@ from flows.options import (
     AnswerFormat,
     Runner,
 )
+from orgs.bundle import PART_BYTES
 from schemas.errors import OrgseedError, UsageError
 from validators.findings import Report, ValidationFailed
 
@@ -179,6 +180,14 @@ def build(
             help="scalar (CRMArena's format) or list (one-element lists, for list-based harnesses)."
         ),
     ] = "scalar",
+    part_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Write an object whose CSV passes this many bytes as data/<Object>/part-NNNNN.csv, each part "
+            "at most this size (default and largest: one Bulk API 2.0 upload).",
+            metavar="INTEGER",
+        ),
+    ] = PART_BYTES,
     verbose: Annotated[bool, typer.Option(help="Show Prefect's own logs.")] = False,
 ) -> None:
     """Generate an org bundle: 16 objects, latent world, task instances with checked answers, manifest."""
@@ -202,6 +211,7 @@ def build(
         dask_memory_limit=dask_memory_limit,
         per_task=per_task,
         answer_format=answer_format,
+        part_bytes=part_bytes,
         llm=LLMSettings(
             model=model or "",
             base_url=base_url,
@@ -261,9 +271,11 @@ def build(
     if m.get("tasks"):
         out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
         api = m["tasks"]["api_check"]
+        sample = api.get("http_sample") or {}
         out.print(
-            f"every answer also re-derived through the embedded org's API: {api['queries']:,} SOQL/SOSL queries "
-            f"via simple-salesforce in {api['seconds']:.1f} s"
+            f"every answer also re-derived through the embedded org's query engine: {api['queries']:,} SOQL/SOSL "
+            f"queries in {api['seconds']:.1f} s; {sample.get('instances', 0):,} of them once more through its "
+            "REST API via simple-salesforce, identical"
         )
         _adapted_note(m["tasks"])
     out.print(

@@ -587,7 +587,12 @@ def solve_knowledge_qa(data: TaskData, params: Mapping[str, Any]) -> Solution:
     if row.empty:
         return Solution(None, problem=f"article {article} is not in latent/Knowledge__kav.csv")
     facts = json.loads(str(row.iloc[0]["_facts"] or "[]"))
-    exact = [f for f in facts if str(f.get("question", "")).strip() == question.strip()]
+    exact = [
+        f
+        for f in facts
+        if question.strip()
+        in {str(f.get("question", "")).strip(), *(str(q).strip() for q in f.get("asks") or [])}
+    ]
     matches = exact or [
         f
         for f in facts

@@ -647,7 +647,10 @@ def _guides(profile: Profile, seed: int, categories: list[CategoryDef]) -> list[
                 {
                     "question": question.format(cat=c.name),
                     "answer": answer,
-                    "asks": [a.format(cat=c.name, **f) for a, f in zip(chosen, per_ask, strict=True)],
+                    "asks": [
+                        a.format(cat=c.name, company=company, **f)
+                        for a, f in zip(chosen, per_ask, strict=True)
+                    ],
                     "says": list(says),
                 }
             )

@@ -7,6 +7,7 @@ Reference solver (crmarena.md §7.6), with orgseed's stated choices:
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -55,11 +56,23 @@ def solve_knowledge_qa(data: OrgData, params: dict[str, Any]) -> Solution:
     return Solution(None, {})
 
 
+def _pairs(text: str) -> set[tuple[str, str]]:
+    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())
+    return set(itertools.pairwise(words))
+
+
 def sampler_knowledge_qa(data: OrgData) -> Any:
-    """Each instance asks a fact not asked yet while there are any, in one of its paraphrases; a fact asked
-    again takes its next paraphrase."""
+    """Each instance asks a fact not asked yet while there are any, in the paraphrase that brings the most
+    word pairs the questions so far have not used (so the set reads like many people asking, not one
+    template); a question is never asked twice while another paraphrase is left."""
     facts = knowledge_facts(data)
     used: dict[int, int] = {}
+    asked: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+
+    def novelty(q: str) -> float:
+        pairs = _pairs(q)
+        return len(pairs - seen) / len(pairs) if pairs else 0.0
 
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
         if not facts:
@@ -67,9 +80,11 @@ def sampler_knowledge_qa(data: OrgData) -> Any:
         fresh = [i for i in range(len(facts)) if i not in used]
         i = rng.choice(fresh) if fresh else rng.randrange(len(facts))
         f = facts[i]
-        asks = f["asks"]
-        q = asks[used.get(i, 0) % len(asks)]
+        asks = [q for q in f["asks"] if q not in asked] or list(f["asks"])
+        q = max(asks, key=novelty)  # the first of equals: asks are in a seeded order
         used[i] = used.get(i, 0) + 1
+        asked.add(q)
+        seen.update(_pairs(q))
         params = {"article_id": f["article_id"], "question": q}
         sol = Solution(f["answer"], {f["article_id"]: f["answer"]})
         return Instance("knowledge_qa", q, f["answer"], KQA_REQUIRED, params, sol)

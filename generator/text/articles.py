@@ -21,61 +21,85 @@ from typing import Any
 
 SITUATIONS: dict[str, list[str]] = {
     "incorrect_item": [
+        "a buyer who got a different colour than the one on the receipt",
+        "someone who was shipped the wrong model entirely",
         "a shopper who was sent the wrong thing",
         "someone whose parcel held a different model than the one they paid for",
         "a customer who opened the box and found somebody else's order",
     ],
     "size_mismatch": [
+        "a buyer whose boots pinch even though they picked their usual size",
+        "someone swimming in a jacket that's two sizes too big",
         "a shopper whose order came in a size that doesn't fit",
         "someone whose shoes run nothing like the chart said",
         "a customer who needs a bigger or smaller size",
     ],
     "cancel_order": [
+        "a buyer who ordered twice by accident",
+        "someone who wants to stop an order before it ships",
         "a shopper who wants to call off an order they just placed",
         "someone who changed their mind right after checking out",
         "a customer whose cancel button did nothing",
     ],
     "warranty_claim": [
+        "a buyer whose guarantee request is stuck",
+        "someone who filed a claim weeks ago and heard nothing",
         "a shopper stuck on a guarantee claim",
         "someone whose claim for a broken product got no reply",
         "a customer chasing a claim under the manufacturer's cover",
     ],
     "shipping_delay": [
+        "a buyer whose order missed its promised delivery day",
+        "someone whose package seems stuck at a depot",
         "a shopper whose parcel is running late",
         "someone still waiting on a delivery long past its date",
         "a customer whose tracking page hasn't moved in days",
     ],
     "loyalty_redemption": [
+        "a buyer whose rewards didn't come off the bill",
+        "someone whose member balance looks wrong after an order",
         "a member whose reward points vanished at checkout",
         "someone who couldn't spend their rewards balance",
         "a customer whose points never showed up after an order",
     ],
     "return_confusion": [
+        "a buyer who doesn't know whether a worn item can go back",
+        "someone puzzled by the returns steps",
         "a shopper unsure how to send something back",
         "someone who can't work out whether their item is returnable",
         "a customer who never got a label for their return",
     ],
     "defective_product": [
+        "a buyer whose zip broke on the first day",
+        "someone whose soles came unglued within weeks",
         "a shopper whose item fell apart after a few wears",
         "someone who received something faulty",
         "a customer whose gear stopped working under normal use",
     ],
     "promo_overcharge": [
+        "a buyer whose sale price vanished at checkout",
+        "someone who paid more than the discounted amount",
         "a shopper billed at full price during a sale",
         "someone whose coupon didn't come off the total",
         "a customer charged more than the advertised deal",
     ],
     "checkout_failure": [
+        "a buyer who keeps seeing an error when paying",
+        "someone whose basket empties at the last step",
         "a shopper whose card keeps getting declined on the site",
         "someone who couldn't finish paying online",
         "a customer stuck on the payment page",
     ],
     "damaged_in_transit": [
+        "a buyer whose parcel arrived soaked and split",
+        "someone who found the contents smashed on arrival",
         "a shopper whose box showed up crushed",
         "someone whose order was broken on the way",
         "a customer who got a torn, dented parcel",
     ],
     "missing_item": [
+        "a buyer whose delivery came without one of the products",
+        "someone who received an order with a piece left out",
         "a shopper whose box was short one thing",
         "someone who got only part of what they bought",
         "a customer whose package lacked an item on the receipt",
@@ -316,6 +340,10 @@ REMEDY_ASKS = [
     "Is there a time limit on {a_phrase} for {s}, and how long is it?",
     "{S} wants {a_phrase}. How many days from the purchase do they have?",
     "What's the deadline for {s} to still qualify for {a_phrase}?",
+    "How many days does {s} get before {a_phrase} is off the table?",
+    "Up to what point after checkout may support hand {s} {a_phrase}?",
+    "Say {s} bought three weeks ago. Could they still get {a_phrase}, and what's the limit?",
+    "What window applies when {s} requests {a_phrase}?",
 ]
 
 ALLOWED_ASKS = [
@@ -323,6 +351,9 @@ ALLOWED_ASKS = [
     "Which remedies can an agent put forward for {s}?",
     "{S} wants something to make it right. What does the policy let us offer?",
     "What compensation is permitted for {s}?",
+    "What are the approved fixes support can propose to {s}?",
+    "Which outcomes are agents permitted to suggest to {s}?",
+    "What could {s} be offered under our rules?",
 ]
 
 
@@ -375,45 +406,38 @@ CARE_QUESTIONS: dict[str, tuple[str, list[str], list[str]]] = {
     # fact → (canonical question with {cat}, asks with {cat}/{noun}, says with {answer}/{noun})
     "wash": (
         "How should products in the {cat} range be washed?",
-        ["My {noun} got filthy. What's the right way to clean {it}?",
-         "What cleaning method keeps {noun_pl} from the {cat} line in good shape?",
-         "A customer wants to freshen up their {noun}. How should they go about that?"],
+        ["My {noun} got filthy. What's the right way to clean {it}?", "What cleaning method keeps {noun_pl} from the {cat} line in good shape?", "A customer wants to freshen up their {noun}. How should they go about that?", "Mud all over my new {noun} — how do I get {it} clean safely?", "What's the recommended way to get sweat and dirt out of {a_noun}?", "How do you suggest cleaning gear from the {cat} collection?", "Can I just throw my {noun} in with the regular laundry, or is there a better method?"],
         ["For everyday cleaning, use {answer}; harsher methods shorten the life of the materials.",
          "When {noun} need cleaning, {answer} is all it takes.",
          "The safest way to clean them is {answer}, followed by a careful check of seams and fastenings."],
     ),
     "dry": (
         "How should products in the {cat} range be dried?",
-        ["After cleaning my {noun}, how do I get {it} dry without ruining {it}?",
-         "Once washed, what drying method suits {noun_pl} from this range?"],
+        ["After cleaning my {noun}, how do I get {it} dry without ruining {it}?", "Once washed, what drying method suits {noun_pl} from this range?", "Is the dryer okay for my {noun}, or should I do something else?", "What's the safe way to dry {a_noun} after a wash?", "How should someone dry {noun_pl} from the {cat} line so they keep their shape?", "My {noun} is soaked. What's the best way to dry {it} out?"],
         ["Afterwards, {answer}; heat is the fastest way to warp or shrink them.",
          "To dry them, {answer}, and give them time before the next use."],
     ),
     "iron": (
         "What extra care tip applies to the {cat} range?",
-        ["Is there one more habit that keeps {a_noun} lasting longer?",
-         "Besides cleaning, what should owners of {noun_pl} keep in mind?"],
+        ["Is there one more habit that keeps {a_noun} lasting longer?", "Besides cleaning, what should owners of {noun_pl} keep in mind?", "Any other advice to help my {noun} last?", "What additional care step does the product team suggest for the {cat} collection?", "Other than washing and drying, what keeps {a_noun} in top condition?"],
         ["One more habit makes a difference: {answer}.",
          "Our product team also recommends that you {answer}."],
     ),
     "fit": (
         "How do products in the {cat} range fit?",
-        ["Should I order my usual size for {a_noun}, or do they come up different?",
-         "How true to the chart are {noun_pl} in the {cat} line?"],
+        ["Should I order my usual size for {a_noun}, or do they come up different?", "How true to the chart are {noun_pl} in the {cat} line?", "Do {noun_pl} from {company} come up big or small?", "Will my regular size work for {a_noun}?", "How does sizing in the {cat} collection compare with normal sizes?"],
         ["Across the range, most styles run {answer}, so the usual size is the place to start.",
          "Our fitting team finds that these styles run {answer}."],
     ),
     "between": (
         "What should customers between two sizes do for the {cat} range?",
-        ["I'm halfway between two sizes for {a_noun}. Which way should I go?",
-         "If the chart puts someone on the border of two sizes, what do we recommend?"],
+        ["I'm halfway between two sizes for {a_noun}. Which way should I go?", "If the chart puts someone on the border of two sizes, what do we recommend?", "My measurements fall between sizes for {noun_pl}. Go bigger or smaller?", "What's the advice for a shopper stuck between two sizes in the {cat} line?", "Should someone in-between sizes round up or down for {a_noun}?"],
         ["If you fall between two sizes, we suggest you {answer}.",
          "Customers on the border of two sizes should {answer}, according to our fit testers."],
     ),
     "warranty": (
         "How long does the warranty on the {cat} range last?",
-        ["My {noun} gave out after a while. How long {is} {it} covered for manufacturing faults?",
-         "For how many months is {a_noun} protected against defects?"],
+        ["My {noun} gave out after a while. How long {is} {it} covered for manufacturing faults?", "For how many months is {a_noun} protected against defects?", "What's the guarantee period on gear from the {cat} collection?", "If {a_noun} develops a manufacturing fault, how long is it covered?", "How much time does the manufacturer's cover last for {noun_pl}?"],
         ["Every item in the range carries a warranty of {answer} against manufacturing defects, counted from delivery.",
          "Manufacturing faults are covered for {answer} from the day the order arrives."],
     ),
@@ -424,29 +448,25 @@ CARE_QUESTIONS: dict[str, tuple[str, list[str], list[str]]] = {
 PRODUCT_QUESTIONS: dict[str, tuple[str, list[str], list[str]]] = {
     "life": (
         "How long do {noun_pl} typically last with regular use?",
-        ["Roughly when should I expect to replace my {noun} if I use {it} a lot?",
-         "What lifespan can a customer expect from {a_noun} used several times a week?"],
+        ["Roughly when should I expect to replace my {noun} if I use {it} a lot?", "What lifespan can a customer expect from {a_noun} used several times a week?", "How many months of wear should I get out of {a_noun}?", "If I train regularly, how soon will my {noun} need replacing?", "What's the usual life of {noun_pl} with frequent use?"],
         ["With regular use, most {noun_pl} last {answer} before the materials lose their support.",
          "You can expect {answer} of regular use from a pair or piece in good condition."],
     ),
     "feature": (
         "What features do {company} {noun_pl} have?",
-        ["What's special about how {company} builds its {noun_pl}?",
-         "What tech goes into {a_noun} from {company}?"],
+        ["What's special about how {company} builds its {noun_pl}?", "What tech goes into {a_noun} from {company}?", "Which design features do the {noun_pl} sold by {company} include?", "What makes {company}'s {noun_pl} stand out?", "What are the key construction details of {a_noun} from {company}?"],
         ["Our {noun_pl} combine {answer}.",
          "What sets them apart is the combination of {answer}."],
     ),
     "sign": (
         "What is the main sign that {noun_pl} need replacing?",
-        ["How can I tell my {noun} {is} worn out?",
-         "What should a customer look for to know their {noun} {is} past {its} best?"],
+        ["How can I tell my {noun} {is} worn out?", "What should a customer look for to know their {noun} {is} past {its} best?", "What's the telltale sign that {a_noun} has reached the end of {its} life?", "When is it time to retire {a_noun}? What gives it away?", "Which symptom means my {noun} should be swapped for a new one?"],
         ["The clearest sign that it is time for a new one is {answer}.",
          "Replace them once you notice {answer}; carrying on risks discomfort or injury."],
     ),
     "trouble": (
         "What should customers try first when {noun_pl} {problem}?",
-        ["My {noun} {problem_short}. Is there a quick fix before I contact support?",
-         "A customer says their {noun} {problem_short}. What do we suggest they try?"],
+        ["My {noun} {problem_short}. Is there a quick fix before I contact support?", "A customer says their {noun} {problem_short}. What do we suggest they try?", "What's the first thing to do if {a_noun} {problem_short}?", "Before sending back {noun_pl} that {problem}, what should someone try?", "Any home remedy for {noun_pl} that {problem}?"],
         ["If they {problem}, first {answer}; this solves most reports without a return.",
          "When they {problem}, the first thing to try is to {answer}."],
     ),
@@ -489,7 +509,7 @@ def noun_forms(noun: str) -> dict[str, str]:
     }
 
 
-def pick_asks(rng: random.Random, frames: Sequence[str], sits: Sequence[str], k: int = 3) -> list[str]:
+def pick_asks(rng: random.Random, frames: Sequence[str], sits: Sequence[str], k: int = 12) -> list[str]:
     """`k` distinct questions from the frames, each with a situation."""
     out: list[str] = []
     for frame in rng.sample(list(frames), min(k, len(frames))):
@@ -531,6 +551,25 @@ SECTIONS: dict[str, list[list[str]]] = {
             "Before closing, double-check that the resolution has actually been processed in the order system. A closing note summarising the outcome helps if the customer writes back later.",
             "A case is resolved when the promised remedy has been processed and the customer knows what happens next. Set a reminder if anything depends on the carrier or the warehouse.",
         ],
+        [
+            "Tone matters as much as the outcome. Use the customer's name, keep sentences short, and avoid internal terms such as ticket codes or warehouse abbreviations. If the customer is upset, acknowledge it once, sincerely, and then move to what you can do.",
+            "Write as you would speak to someone standing in front of you: plainly and politely. Avoid blaming the carrier, the warehouse or the customer; focus on what happens next and when.",
+            "A good reply answers the question the customer actually asked before adding anything else. Offer one clear next step, give a realistic time frame, and avoid promising dates you do not control.",
+            "Customers notice when a reply is copied from a script. Adapt the wording to their message, mention the product by name, and refer to details they gave you so they know you read it.",
+            "Keep replies brief and concrete. One short paragraph explaining what was found and one explaining what will happen next is usually enough; long replies tend to raise new questions.",
+        ],
+        [
+            "Mistakes we see in reviews include offering a remedy before checking the order date, promising a refund to a payment method that has since expired, and closing cases before the customer has replied. Each of these leads to a second contact that could have been avoided.",
+            "Quality reviews sample closed cases every week. The most common findings are missing notes, remedies offered outside their window, and replies that did not answer the customer's question. Reviewers share examples in the weekly team meeting.",
+            "Team leads review a share of every agent's cases each month against this article. Findings are used for coaching, not blame, but repeated remedies outside the rules are escalated.",
+            "When in doubt about whether a remedy is allowed, check the date arithmetic twice: the window counts calendar days from the purchase date shown on the order, not from the day the customer contacted us.",
+        ],
+        [
+            "Remember that the customer may have contacted us before about the same order. Read the whole case history and the previous replies first; repeating a question the customer has already answered is one of the most frequent complaints in our surveys.",
+            "Check the customer's other open cases before replying. If the same order is being handled elsewhere, merge the cases or coordinate with the colleague who owns the other one, so that the customer gets one consistent answer.",
+            "Look at the customer's order history as a whole. A loyal customer with many orders and few contacts deserves the same rules as anyone else, but the tone of the reply can acknowledge their history with us.",
+            "If the customer mentions a safety concern, such as a product that caused an injury, stop and escalate the case to a team lead immediately, whatever the issue; safety reports follow a separate procedure.",
+        ],
     ],
     "general": [
         [
@@ -550,6 +589,30 @@ SECTIONS: dict[str, list[list[str]]] = {
             "These rules apply in the same way to full-price and sale items unless a promotion says otherwise. Promotional terms are shown on the product page at the time of purchase.",
             "Business customers and team orders follow the same rules, although very large orders may be handled by a dedicated account manager.",
             "Nothing in this policy limits a customer's statutory rights, which apply in addition to what is described here.",
+        ],
+        [
+            "Agents apply this policy the same way for every customer. Where a decision depends on a date, the agent checks the order history rather than relying on what the customer remembers, and explains the result with the dates shown.",
+            "When a customer's request falls just outside what the policy allows, the agent explains the rule and the reason for it, and offers whatever alternative the policy does allow. Team leads can review genuinely unusual situations.",
+            "Agents read the order history before replying, so that the answer fits the customer's actual order rather than the general case. Where the order was a gift, the gift recipient can use the same services with the order number.",
+            "The support team records every request under this policy on the customer's case, together with the outcome, so that a later contact can pick up where the previous one left off.",
+        ],
+        [
+            "A frequent misunderstanding is that the rules restart when an item is exchanged or an order is split into several parcels. They do not: the dates always run from the original purchase.",
+            "Customers sometimes assume that items bought in a sale or with a promotion are excluded. Unless the promotion said so on the product page, the same rules apply to them.",
+            "Some customers expect the rules of other retailers to apply. Ours may be more or less generous on specific points, so it is always worth checking this page rather than relying on experience elsewhere.",
+            "One common source of confusion is the difference between the order date and the delivery date. Unless this page says otherwise, the order date printed on the confirmation is the one that counts.",
+        ],
+        [
+            "Orders shipped outside the United States follow the same rules, but carrier times and customs checks can add several days. International customers should allow for that when planning a return or an exchange.",
+            "For orders collected in store, the same rules apply from the day of collection. Store teams can help in person and log the request in the same system the support team uses.",
+            "Orders placed through the mobile app are handled exactly like orders placed on the website; the app shows the same order history and the same options.",
+            "Team and club orders placed through an account manager follow these rules as well, although the account manager coordinates any returns or replacements for the group.",
+        ],
+        [
+            "We may update this policy from time to time. Changes apply to orders placed after the date of the change, never retroactively, and the date of the last update is shown on the help centre.",
+            "Feedback on this policy is welcome. Suggestions sent through the help centre are read by the customer experience team, and several recent changes started as customer ideas.",
+            "If a customer believes the policy was applied incorrectly, they can ask for a review. A team lead looks at the case within two business days and replies with the outcome.",
+            "Customers who need help in another language can ask for it; the support team works with interpreters for the most common languages.",
         ],
     ],
     "care": [
@@ -575,6 +638,29 @@ SECTIONS: dict[str, list[list[str]]] = {
             "A warranty claim needs the order number, a short description of the fault and a couple of photos. Claims are answered within a few business days.",
             "If a product fails within its warranty, we repair, replace or refund it, depending on the fault and on what is in stock.",
         ],
+        [
+            "The materials used across the range are chosen for performance: synthetic fibres that move moisture away from the skin, foams that return energy, and coatings that shed water. Each of them reacts badly to high heat, which is why cool washes and air drying are recommended throughout.",
+            "Most products in the range mix several materials, such as mesh, knit, rubber, foam and bonded tapes. Each ages differently, and the gentlest routine that suits all of them is the one described here.",
+            "Technical fabrics and foams lose their properties gradually rather than all at once. Regular gentle cleaning slows that process; occasional harsh cleaning speeds it up more than months of use.",
+            "Colours in the range are fixed to last, but deep shades may release a little dye in the first washes. Washing them separately at first avoids marking lighter items.",
+        ],
+        [
+            "Between seasons, clean items before putting them away, make sure they are completely dry, and store them loosely rather than compressed. A breathable bag keeps dust off without trapping moisture.",
+            "For long storage, avoid attics and garages, where temperature swings damage adhesives and elastic. A wardrobe or a shelf indoors is ideal.",
+            "Items used outdoors collect grit and salt that wear materials from the inside. A quick rinse or brush after muddy or salty sessions keeps them performing much longer.",
+            "If something gets soaked during use, open it up, remove any inserts and let air circulate. Drying within a day prevents odours and mildew.",
+        ],
+        [
+            "If something goes wrong, the support team can help by chat or email. Have the order number ready and, where possible, a photo of the problem; agents can usually tell straight away whether it is a fault.",
+            "Not sure whether a problem is normal wear? Send us a photo. Our agents see many products every day and can advise on repair, replacement or a warranty claim.",
+            "Our stores can also look at a product in person and, for some items, carry out small repairs on the spot.",
+        ],
+        [
+            "Our customers' most common care mistakes are washing with towels or jeans, which rub technical fabrics, using bleach on bright colours, and drying items on a radiator. Avoiding those three habits alone makes most products last noticeably longer.",
+            "A simple routine works best: clean soon after use, dry slowly, store loosely. Products treated this way regularly outlast their warranty by a wide margin.",
+            "Do not be tempted to speed things up with a hair dryer, an oven or direct sun. Fast heat is the main cause of warped soles, melted bonding and shrunken fabric that we see in returns.",
+            "If a product has a removable part, such as an insole, a liner or a strap, clean and dry that part separately: it dries faster and the product keeps its shape.",
+        ],
     ],
     "product": [
         [
@@ -592,6 +678,35 @@ SECTIONS: dict[str, list[list[str]]] = {
             "If a problem persists after these steps, contact support with the order number and a photo. Agents can tell quickly whether it is a fault covered by warranty.",
             "Most questions about {noun_pl} can be answered by chat in a few minutes. For anything that looks like a defect, please keep the item and its packaging until we have replied.",
             "Our agents see thousands of questions about products like these, so do not hesitate to ask; there is usually a simple explanation.",
+        ],
+        [
+            "When choosing {noun_pl}, think first about where and how often they will be used. Our product pages list the intended use, the materials and the fit, and customer reviews often add useful detail about comfort over time.",
+            "Before buying, compare the product's intended use with your own plans. A model designed for occasional use will wear faster under daily training, while a performance model may feel firm for casual wear.",
+            "If you are replacing an older pair or piece, compare the two side by side when the new one arrives. Differences in fit are easiest to judge that way, and unworn items can still be exchanged.",
+            "Customers who are new to {noun_pl} often ask which model to start with. Our agents are happy to recommend one based on how it will be used.",
+        ],
+        [
+            "Store {noun_pl} somewhere dry and away from direct sunlight when they are not in use. Heat and ultraviolet light are the two things that age materials fastest, even when an item is sitting unused.",
+            "After each use, let them air out before putting them away. Moisture trapped in a bag or a cupboard is the most common cause of odours and early wear.",
+            "When travelling, pack them loosely and separately from wet or dirty items. A simple cloth bag protects them and keeps the rest of the luggage clean.",
+            "Keep the original packaging for the first weeks. If anything needs to go back, it makes the return simpler and protects the item on its way.",
+        ],
+        [
+            "We design our products to last, and we also take them back at the end of their life. Worn items can be dropped off in our stores, where they are sorted for reuse or recycling.",
+            "Looking after your gear is also good for the planet: every extra month of use means one less replacement. Small repairs, such as new laces or a fresh insole, go a long way.",
+            "Many parts, such as laces, insoles and straps, are available separately, so a product with one worn part does not need to be replaced entirely.",
+        ],
+        [
+            "Our agents regularly hear from customers who think their {noun_pl} are faulty when they simply need a small adjustment. The quick fixes in this article solve most of those cases in minutes.",
+            "Before contacting us about {noun_pl}, it is worth checking the fit, the way they are fastened and how they were last cleaned; these explain most of the problems customers report.",
+            "Most questions about {noun_pl} concern fit, comfort in the first weeks and how long they should last. The sections above cover all three.",
+            "Feedback from customers shapes the next versions of our {noun_pl}. Reviews on the product page are read by the product team, including the critical ones.",
+        ],
+        [
+            "Comfort should improve over the first few sessions as materials adapt. If discomfort persists after a week of regular use, the size or model may not be right, and an exchange is usually the best answer.",
+            "A little stiffness at first is normal for new gear. Persistent pain, pressure points or rubbing are not, and the product should be exchanged for a better fit while it is still in new condition.",
+            "If you use several similar items, rotate them. Alternating gives materials time to recover and spreads wear, so each one lasts longer than it would alone.",
+            "For competitions or long events, use gear you have already worn a few times rather than something brand new. That way any fit issue shows up in training rather than on the day.",
         ],
     ],
 }  # fmt: skip
@@ -727,3 +842,51 @@ EXAMPLE_PRODUCTS = [
     "sneakers",
     "tank top",
 ]
+
+# Further subject-specific paragraphs of the company-wide articles (each article's own text).
+SUBJECT_MORE: dict[str, list[str]] = {
+    "return_policy": [
+        "To start a return, customers open the returns portal from their order history, choose the items and the reason, and print the label or show the QR code at a drop-off point. Several items from the same order can travel in one parcel; items from different orders need separate labels so the warehouse can match them.",
+        "Items that come back used, washed or damaged by the customer cannot be refunded in full. In that case the warehouse contacts the customer with the options, which may include sending the item back at no cost. Personalised products, opened hygiene items such as swim caps and socks, and gift cards cannot be returned unless they are faulty.",
+    ],
+    "exchange_policy": [
+        "Exchanges are started from the order history, like returns: the customer chooses the item, the new size or colour, and prints the label. The replacement is reserved at once, so a popular size cannot sell out while the original item is travelling back.",
+        "Only one exchange per item is free; a second exchange of the same item is treated as a return and a new order. Exchanges for a different product, rather than a different size or colour of the same product, are also handled as a return and a new order, so that price differences are settled correctly.",
+    ],
+    "order_cancellation": [
+        "Customers can cancel from the order page while the status still reads 'Processing'. When the button is greyed out, the warehouse has already started picking, and the support team can try to intercept the order, although this is not guaranteed.",
+        "Partial cancellations are possible: a single item can be removed from an order that has not yet shipped, and the rest of the order continues as normal. Any promotion that depended on the order total is recalculated when an item is removed.",
+    ],
+    "store_credit": [
+        "Store credit is issued when a customer chooses it instead of a refund, or by the support team as a remedy. The account's wallet shows the balance, the date each amount was issued and the date it lapses, and customers receive a reminder email two weeks before any credit runs out.",
+        "Credit is tied to the account that received it and cannot be moved to another account, even within a family. When an order paid partly with credit is returned, the credit part is returned as credit and the rest to the original payment method.",
+    ],
+    "loyalty_program": [
+        "Points appear as pending when an order is placed and become available once the return window for the order has passed. If an item is returned, the points it earned are removed. Members can see every movement of their balance in the rewards section of their account.",
+        "Members move up a tier after spending $500 in a calendar year, which adds free express shipping and a larger birthday reward. Tiers are reviewed every January based on the previous year's spending, and nobody drops more than one tier at a time.",
+    ],
+    "shipping_policy": [
+        "Customers can change the delivery address until the order leaves the warehouse. After that, the carrier's own redirection service may be available through the tracking link. Parcels that cannot be delivered are held at a local depot for seven days before they return to us.",
+        "Deliveries need a signature only for orders above $500. Otherwise the carrier may leave the parcel in a safe place or with a neighbour, and the delivery photo appears in the tracking history. If a parcel marked as delivered cannot be found, the customer should contact support within seven days.",
+    ],
+    "warranty_policy": [
+        "To claim, the customer contacts support with the order number, a short description and photos of the fault. The team replies within five business days with a decision. Approved claims are settled by repair, replacement, or refund if neither is possible.",
+        "Apparel follows a shorter cover than footwear and equipment, set out in each category's care guide. A replacement product carries the remainder of the original cover, not a new one. Products bought from other retailers are covered by those retailers.",
+    ],
+    "discount_codes": [
+        "Codes are sent by email and also appear in the account's wallet, so they are not lost if the email is deleted. A code is entered in the promotion field at checkout; if the order is later returned, the code is not reissued.",
+        "Marketing codes from newsletters or partner sites follow their own terms, printed with each code. Support cannot extend or combine marketing codes, but it can check why a code was rejected and explain the reason to the customer.",
+    ],
+    "free_shipping_voucher": [
+        "Only one voucher can be used per order, and a voucher does not cover express upgrades; customers who want express delivery pay the difference between standard and express. Unused vouchers lapse without any cash value.",
+        "Vouchers are usually issued when a delivery went wrong, such as a late or damaged parcel. The support team records the reason on the case, and the voucher shows in the account's wallet with its end date.",
+    ],
+    "price_match": [
+        "The lower price must be current, publicly available and for delivery to the same country. Agents check the competitor's page while the customer is in contact; screenshots alone are not enough because prices change quickly.",
+        "Price matches are limited to one per item and three per customer per year. We also honour our own price drops: if the price of an item falls on our site after purchase, the difference can be refunded under the same time limit.",
+    ],
+    "gift_cards": [
+        "The balance of a gift card can be checked on the gift card page or at any store. Cards can be combined with other payment methods and with promotions, but they cannot be used to buy other gift cards.",
+        "Gift cards cannot be exchanged for cash except where the law requires it. Purchases paid with a gift card and then returned are refunded onto a new gift card, so the value is never lost.",
+    ],
+}

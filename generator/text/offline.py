@@ -41,6 +41,14 @@ def product_name(noun: str, modifier_index: int) -> str:
     return f"{first} {second} {noun}"
 
 
+def _listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _title(key: str) -> str:
     return key.replace("_", " ").title()
 
@@ -233,11 +241,17 @@ class OfflineWriter(TextWriter):
             )
             prose = articles.paragraphs(rng, "general", values)
             stated = [said(x) for x in facts]
+            more = list(articles.SUBJECT_MORE.get(key, []))
+            rng.shuffle(more)
             body = [
                 " ".join([intro, prose[0]]),
                 " ".join([*stated[:2], articles.SUBJECT_PROSE.get(key, "")]).strip(),
+                *more[:1],
                 " ".join(stated[2:]),
-                *prose[1:],
+                prose[3],
+                *more[1:],
+                *prose[1:3],
+                *prose[4:],
             ]
             return {
                 "title": title,
@@ -269,12 +283,29 @@ class OfflineWriter(TextWriter):
                 if len(nouns) > 1
                 else ""
             )
+            feats = list(vocab.PRODUCT_FEATURES.get(category, []))
+            rng.shuffle(feats)
+            made = (
+                rng.choice(
+                    [
+                        f"Across the {category} range you will find {_listed(feats)}.",
+                        f"Depending on the model, products in the range feature {_listed(feats)}.",
+                        f"The range is built around {_listed(feats)}.",
+                    ]
+                )
+                if feats
+                else ""
+            )
             body = [
                 " ".join([prose[0], covers]).strip(),
+                " ".join([made, prose[4]]).strip(),
                 " ".join(stated[:3]),
                 " ".join([prose[1], *tips[:2]]),
+                prose[5],
                 " ".join([prose[2], *stated[3:-1]]) if len(stated) > 4 else prose[2],
                 " ".join([stated[-1], prose[3]]),
+                prose[7],
+                prose[6],
             ]
             summary = f"How to clean, store and size {category.lower()} products, and how long their warranty lasts."
             return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
@@ -291,11 +322,32 @@ class OfflineWriter(TextWriter):
         )  # fmt: skip
         prose = articles.paragraphs(rng, "product", values)
         stated = [said(x) for x in facts]
+        feats = list(vocab.PRODUCT_FEATURES.get(category, []))
+        rng.shuffle(feats)
+        uses = rng.sample(vocab.PRODUCT_USES, 2)
+        others = [str(n).lower() for n in f.get("nouns", []) if str(n) != subject]
+        rng.shuffle(others)
+        about = " ".join(
+            x
+            for x in [
+                f"Our {forms['noun_pl']} are made for {uses[0]} and {uses[1]}.",
+                f"Depending on the model, they feature {_listed(feats[:4])}." if feats else "",
+                f"Customers often pair them with {others[0]} or {others[1]} from the {category} range."
+                if len(others) > 1
+                else "",
+            ]
+            if x
+        )
         body = [
-            prose[0],
+            " ".join([prose[0], about]),
+            prose[3],
             " ".join(stated[:2]),
             " ".join([prose[1], *stated[2:3]]),
-            " ".join([*stated[3:], prose[2]]),
+            prose[4],
+            " ".join([*stated[3:], prose[6]]),
+            prose[7],
+            prose[5],
+            prose[2],
         ]
         summary = f"Features, lifespan, care and quick fixes for {forms['noun_pl']}."
         return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}

@@ -600,7 +600,7 @@ def solve_knowledge_qa(data: TaskData, params: Mapping[str, Any]) -> Solution:
         if _question_pattern(str(f.get("question", ""))).match(" ".join(question.lower().split()))
     ]
     answers = sorted({str(f.get("answer")) for f in matches})
-    details = {"facts": len(facts), "text_has_answer": None}
+    details: dict[str, Any] = {"facts": len(facts), "text_has_answer": None}
     if not answers:
         return Solution(
             None,

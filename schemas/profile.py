@@ -455,7 +455,15 @@ def _check_latent(latent: dict[str, Any], counts: dict[str, int], model: OrgMode
             ["counts", "ProductCategoryProduct"],
             f"must be at least Product2 ({n_products}): every product belongs to a category.",
         )
-    per_cat = max((len(c["nouns"]) for c in categories.values()), default=0)
+    for name, cat in categories.items():
+        for noun, t in cat.get("types", {}).items():
+            lo, hi = t["grams"]
+            if lo > hi:
+                raise fail(
+                    ["latent", "categories", name, "types", noun, "grams"],
+                    f"is [{lo}, {hi}]: the lightest weight must come first ([low, high] in grams).",
+                )
+    per_cat = max((len(c.get("types") or c["nouns"]) for c in categories.values()), default=0)
     if n_products > 60 * per_cat * len(categories):
         raise fail(["counts", "Product2"], "is more than the category vocabularies can name uniquely.")
     if counts.get("OrderItem", 0) < counts.get("Order", 0):

@@ -81,8 +81,12 @@ BAD = [
     ("end before start", _replace("end = 2024-05-31", "end = 2019-05-31"), "end = 2019-05-31", "must be after"),
     ("inconsistent entries", _replace("PricebookEntry = 22000", "PricebookEntry = 30000"), "PricebookEntry = 30000",
      "between 500"),
-    ("unknown category", _replace('[latent.categories."Cycling"]', '[latent.categories."Skiing"]'),
+    ("unknown category", BASE.replace('latent.categories."Accessories"', 'latent.categories."Skiing"'),
      '[latent.categories."Skiing"]', "not a value of Product2.Family"),
+    ("weights reversed", _replace("grams = [4000, 24000]", "grams = [24000, 4000]"), "grams = [24000, 4000]",
+     "the lightest weight must come first"),
+    ("one feature", _replace('features = ["a wide smooth handle", "a flat base", "colour-coded weight markings"]',
+                              'features = ["a flat base"]'), 'features = ["a flat base"]', "is too short"),
 ]  # fmt: skip
 
 

@@ -376,6 +376,7 @@ async def build_bundle(
                 "start": profile.span.start.isoformat(),
                 "end": profile.span.end.isoformat(),
                 "company": profile.company.name,
+                "task_style": profile.task_style,
             },
             opts.seed,
             float(opts.scale),

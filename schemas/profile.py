@@ -71,6 +71,9 @@ class Profile:
     latent: dict[str, Any]
     digest: str
     per_task: int = 130
+    # [tasks] style: "crmarena" (queries and metadata.required in CRMArena's voice) or "explicit" (every
+    # policy spelled out in metadata.required and "or None if ..." in the query, as orgseed wrote them first)
+    task_style: str = "crmarena"
     # [bounds.<Child>] <Lookup> = [min, max]: children per parent through that lookup (checked by validators)
     bounds: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
@@ -347,6 +350,7 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
         latent=latent,
         digest=digest,
         per_task=int(plain.get("tasks", {}).get("per_task", 130)),
+        task_style=str(plain.get("tasks", {}).get("style", "crmarena")),
         bounds=bounds,
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 from generator.rng import derive_seed
 from generator.tasks.common import DOMAIN_DETAILS, Instance, OrgData, Solution, TaskBuildError, fill
 from generator.tasks.registry import BUILDERS, builder
+from generator.tasks.voice import apply_voice
 from generator.text.base import TextKind, TextRequest, TextWriter
 from orgs.bundle import Bundle
 from schemas.model import OrgModel
@@ -146,6 +147,8 @@ async def build_tasks(
             )
         n = fewest
     instances = [inst for s in tasks for inst in blocks[s.name]]
+    if data.style == "crmarena":
+        apply_voice(instances, seed)
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
     return TaskSet(instances, n, dict(counting.requests), requested=per_task, short=short)

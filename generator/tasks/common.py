@@ -179,6 +179,29 @@ class OrgData:
         self.manifest = self.bundle.read_manifest()
         self.cache: dict[str, Any] = {}
 
+    @property
+    def style(self) -> str:
+        """The profile's `[tasks] style` the bundle was built with (bundles from before it: "explicit")."""
+        return str((self.manifest.get("profile") or {}).get("task_style", "explicit"))
+
+    def customer_words(self) -> dict[str, list[str]]:
+        """Product type → the words customers use for it (`aka` in the bundle's profile; {} when unreadable)."""
+        from schemas.errors import OrgseedError
+        from schemas.profile import load_profile
+
+        path = (self.manifest.get("profile") or {}).get("path")
+        try:
+            profile = load_profile(str(path), self.model) if path else None
+        except (OrgseedError, OSError):
+            profile = None
+        if profile is None:
+            return {}
+        return {
+            noun: list(t.get("aka", []))
+            for cat in profile.latent["categories"].values()
+            for noun, t in cat.get("types", {}).items()
+        }
+
     def frame(self, name: str) -> pd.DataFrame:
         key = f"frame:{name}"
         if key not in self.cache:

@@ -83,6 +83,8 @@ BAD = [
      "between 500"),
     ("unknown category", BASE.replace('latent.categories."Accessories"', 'latent.categories."Skiing"'),
      '[latent.categories."Skiing"]', "not a value of Product2.Family"),
+    ("bad task style", _replace('style = "crmarena"', 'style = "verbose"'), 'style = "verbose"',
+     "is not one of ['crmarena', 'explicit']"),
     ("weights reversed", _replace("grams = [4000, 24000]", "grams = [24000, 4000]"), "grams = [24000, 4000]",
      "the lightest weight must come first"),
     ("one feature", _replace('features = ["a wide smooth handle", "a flat base", "colour-coded weight markings"]',

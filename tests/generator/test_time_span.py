@@ -2,8 +2,9 @@
 
 CRMArena's instances ask about 2020-01 onwards (its earliest "today" dates: HTU 2020-01-04, BRI 2020-01-04,
 NED 2020-01-06; /work/shared/reference/crmarena.md, task table) over a four-year org ending May 2024. The
-default profile now starts 2020-01-01 (it started 2020-06-01, so every early-dated instance was None, which
-an agent could guess), and no instance asks about a day before the data starts. The windows are recomputed
+default profile now spans five whole years, 2019-06-01 to 2024-05-31 (it started 2020-06-01, so every instance
+dated before mid-2020 was None, which an agent could guess; whole years keep every calendar month equally
+often, which the habits -> monthly orders signal needs), and no instance asks about a day before the data. The windows are recomputed
 with the validators' own window code (validators/task_solver.py), not the builders'.
 """
 
@@ -43,7 +44,7 @@ def test_no_instance_asks_about_a_day_before_the_data(default_bundle: Path) -> N
     data_start = date.fromisoformat(
         json.loads((default_bundle / "manifest.json").read_text())["profile"]["start"]
     )
-    assert data_start == date(2020, 1, 1) and first >= "2020-01-01"
+    assert data_start <= date(2020, 1, 1) and first >= data_start.isoformat()
     dated = [(r["idx"], _earliest(r["params"])) for r in rows]
     early = [(idx, d) for idx, d in dated if d is not None and d < data_start]
     assert early == []

@@ -23,7 +23,7 @@ def test_crmarena_profile_has_the_paper_counts() -> None:
         assert p.counts[name] == count
     assert 10 <= p.counts["Issue__c"] <= 15
     assert p.counts["Account"] == p.counts["Contact"]
-    assert p.span.start.isoformat() == "2020-01-01" and p.span.end.isoformat() == "2024-05-31"
+    assert p.span.start.isoformat() == "2019-06-01" and p.span.end.isoformat() == "2024-05-31"
     assert p.company.name == "Shoes & Clothings"
 
 

@@ -557,8 +557,63 @@ def print_validation(report: Report, report_path: str | None) -> None:
 @app.command()
 def serve(
     bundle: Annotated[
-        Path, typer.Argument(help="The bundle folder to serve (built by `orgseed build`).", metavar="BUNDLE")
-    ],
+        Path | None,
+        typer.Argument(help="The bundle folder to serve (built by `orgseed build`).", metavar="BUNDLE"),
+    ] = None,
+    empty: Annotated[
+        Path | None,
+        typer.Option(
+            "--empty",
+            help="Serve a new, empty, writable org whose state lives in this directory (created when missing; "
+            "reopened with every committed write when it exists).",
+            metavar="STATE_DIR",
+        ),
+    ] = None,
+    edition: Annotated[
+        str | None,
+        typer.Option(
+            help="With --empty: the new org's edition, which sets its limits and features "
+            "(developer | scratch | enterprise; default developer).",
+            metavar="EDITION",
+        ),
+    ] = None,
+    person_accounts: Annotated[
+        bool | None,
+        typer.Option(
+            "--person-accounts/--no-person-accounts",
+            help="With --empty, for a new org: Person Accounts on (Accounts are people, as CRMArena's are).",
+        ),
+    ] = None,
+    data_storage_mb: Annotated[
+        float | None, typer.Option(help="With --empty: the data storage allocation in MB.", metavar="FLOAT")
+    ] = None,
+    licenses: Annotated[
+        int | None, typer.Option(help="With --empty: Salesforce user licences.", metavar="INTEGER")
+    ] = None,
+    daily_api_requests: Annotated[
+        int | None, typer.Option(help="With --empty: the daily API request allocation.", metavar="INTEGER")
+    ] = None,
+    duplicate_rule: Annotated[
+        str | None,
+        typer.Option(
+            help="With --empty: an active duplicate rule on Contact email (off | alert | block).",
+            metavar="TEXT",
+        ),
+    ] = None,
+    lock_contention: Annotated[
+        bool | None,
+        typer.Option(
+            "--lock-contention/--no-lock-contention",
+            help="With --empty: Bulk batches of one job that touch the same parent fail with UNABLE_TO_LOCK_ROW.",
+        ),
+    ] = None,
+    bulk_batch_rows: Annotated[
+        int,
+        typer.Option(
+            help="With --empty: records per internal Bulk API 2.0 batch (Salesforce's: 10,000).",
+            metavar="INTEGER",
+        ),
+    ] = 10_000,
     host: Annotated[
         str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).", metavar="TEXT")
     ] = "127.0.0.1",
@@ -595,6 +650,42 @@ def serve(
         return
     from orgs.bundle import require_complete
 
+    if (bundle is None) == (empty is None):
+        fail(UsageError("Give either a BUNDLE to serve read-only or --empty STATE_DIR for a writable org."))
+        return
+    if empty is not None:
+        _serve_empty(
+            empty,
+            host=host,
+            port=port,
+            tls=not http,
+            token=token,
+            today=day,
+            edition=edition,
+            batch_rows=bulk_batch_rows,
+            knobs={
+                "person_accounts": person_accounts,
+                "data_storage_mb": data_storage_mb,
+                "salesforce_licenses": licenses,
+                "daily_api_requests": daily_api_requests,
+                "duplicate_rule": duplicate_rule,
+                "lock_contention": lock_contention,
+            },
+        )
+        return
+    assert bundle is not None
+    knob_flags = (
+        edition,
+        person_accounts,
+        data_storage_mb,
+        licenses,
+        daily_api_requests,
+        duplicate_rule,
+        lock_contention,
+    )
+    if any(k is not None for k in knob_flags):
+        fail(UsageError("--edition and the org knobs apply to an empty org: add --empty STATE_DIR."))
+        return
     try:
         check_host(host)  # before anything is written into the bundle
         require_complete(bundle)
@@ -614,6 +705,62 @@ def serve(
     out.print(server.snippet(), highlight=False, markup=False, soft_wrap=True)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn normally handles the signal itself
         server.run()
+    err.print("stopped")
+
+
+def _serve_empty(
+    state_dir: Path,
+    *,
+    host: str,
+    port: int,
+    tls: bool,
+    token: str | None,
+    today: Any,
+    edition: str | None,
+    batch_rows: int,
+    knobs: dict[str, Any],
+) -> None:
+    """`serve --empty`: a writable org with its state in `state_dir` (orgs/local/writable)."""
+    from orgs.local.engine import API_VERSION
+    from orgs.local.serve import LocalServer, check_host
+    from orgs.local.writable.editions import EDITIONS
+    from orgs.local.writable.org import WritableOrg
+
+    if edition is not None and edition not in EDITIONS:
+        fail(UsageError(f"--edition must be one of {', '.join(EDITIONS)} (got {edition!r})."))
+        return
+    if knobs.get("duplicate_rule") not in (None, "off", "alert", "block"):
+        fail(UsageError(f"--duplicate-rule must be off, alert or block (got {knobs['duplicate_rule']!r})."))
+        return
+    try:
+        check_host(host)
+        if batch_rows < 1:
+            raise UsageError(f"--bulk-batch-rows must be at least 1 (got {batch_rows}).")
+        org = WritableOrg(state_dir, edition=edition, today=today, batch_rows=batch_rows, **knobs)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    try:
+        server = LocalServer(state_dir, host=host, port=port, tls=tls, token=token, org=org)
+    except OrgseedError as exc:
+        org.close()
+        fail(exc)
+        return
+    ed = org.state.edition
+    out.print(
+        f"[bold]orgseed empty org[/] {org.org_id} ({ed.name}) at [bold]{server.url}[/]", highlight=False
+    )
+    out.print(
+        f"state {state_dir} · data storage {ed.data_storage_mb:g} MB · {ed.salesforce_licenses} Salesforce "
+        f"licences · API v{API_VERSION} · Ctrl-C stops",
+        highlight=False,
+    )
+    out.print(server.snippet(), highlight=False, markup=False, soft_wrap=True)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+    finally:
+        org.close()
     err.print("stopped")
 
 

@@ -19,7 +19,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 
 from orgs import crmarena_tools as ct
 from orgs.crmarena_tools import ToolFailed
+from schemas.rekey import rekey
 from schemas.taskspec import task_names
 from validators.task_solver import period_delta, window
 
@@ -394,15 +395,22 @@ class SoqlCheck:
     queries: int
 
 
-def check_tasks_via_api(root: Path | str, sf: Any) -> SoqlCheck:
-    """Re-derive every instance of `tasks/ground_truth.jsonl` through `sf` and compare with the answers."""
+def check_tasks_via_api(root: Path | str, sf: Any, ids: Mapping[str, str] | None = None) -> SoqlCheck:
+    """Re-derive every instance of `tasks/ground_truth.jsonl` through `sf` and compare with the answers.
+    `ids` (bundle id -> org id): the org was loaded from the bundle and gave its records new ids; the
+    ground truth and the latent tables are re-keyed before the check (schemas/rekey.py)."""
     root = Path(root)
     tools = OrgTools(sf)
     ctx = BundleContext(root)
+    if ids:
+        ctx.articles = {ids.get(k, k): v for k, v in ctx.articles.items()}
+        ctx.issue_keys = {ids.get(k, k): v for k, v in ctx.issue_keys.items()}
     out: list[SoqlDisagreement] = []
     lines = (root / "tasks" / "ground_truth.jsonl").read_text(encoding="utf-8").splitlines()
     for line in lines:
         g = json.loads(line)
+        if ids:
+            g = rekey(g, ids)
         task, params, expected = g["task"], g["params"], g["answer"]
         check = API_CHECKS.get(task)
         if check is None:

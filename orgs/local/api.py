@@ -11,7 +11,7 @@ GET  .../sobjects/<Obj>[/]                      basic info;  .../sobjects/<Obj>/
 GET  .../sobjects/<Obj>/<Id>[?fields=a,b]       one record; .../sobjects/<Obj>/<ExtIdField>/<value>
 GET  .../limits[/]   .../limits/recordCount?sObjects=A,B
 POST /services/Soap/u/XX.X[/...]                SOAP login (username + password + security token)
-*    .../jobs/query[/<id>[/results]]            Bulk API 2.0 query jobs (orgs/local/bulk.py); ingest: 405
+*    .../jobs/query[/<id>[/results]]            Bulk API 2.0 query jobs (orgs/local/bulk.py); ingest: orgs/local/write_api.py (405 on a served bundle)
 ```
 
 One FastAPI app, one routing stack (its router), one way to authorise a call, one way to fail:
@@ -70,7 +70,7 @@ from orgs.local.engine import API_VERSION, LocalOrg
 from orgs.local.errors import JSON_TYPE, XML_TYPE, InvalidSession, NotFound, OrgApiError, error_body
 from orgs.local.guard import RequestGuard
 from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
-from orgs.local.served import Served, ServedBundle
+from orgs.local.served import FixedServed, Served, ServedBundle
 
 VERSIONS = ("52.0", "55.0", "57.0", "58.0", "59.0", "60.0", "61.0", "62.0")
 _VERSION_RE = re.compile(r"v(\d{2,3}\.\d)")
@@ -190,7 +190,11 @@ class OrgState:
         today: date | None = None,
         owned: bool = False,
     ) -> None:
-        self.served = ServedBundle(org, today=today, limits=limits, owned=owned)
+        self.served: ServedBundle | FixedServed = (
+            FixedServed(org, owned=owned)
+            if getattr(org, "writable", False)
+            else ServedBundle(org, today=today, limits=limits, owned=owned)
+        )
         self.access = access
         self.limits = limits
         self.token = access.token.encode()
@@ -311,6 +315,9 @@ async def authorise(request: Request) -> OrgCall:
     api_version = _version(request.path_params.get("version", ""))
     served = await state.served_now()
     state.requests += 1
+    check = getattr(served.org, "check_requests", None)
+    if check is not None:
+        check(state.requests)
     return OrgCall(state, served, api_version)
 
 
@@ -352,7 +359,9 @@ def create_app(
     app.add_exception_handler(RequestValidationError, http_error)
     app.add_middleware(RequestGuard, limits=limits, connections=connections)
     app.add_middleware(Unexpected)
-    app.router.routes.extend([*rest_routes(), *bulk_routes(), *soap_routes()])
+    from orgs.local.write_api import write_routes
+
+    app.router.routes.extend([*rest_routes(), *write_routes(), *bulk_routes(), *soap_routes()])
     return app
 
 
@@ -483,7 +492,8 @@ def rest_routes() -> list[BaseRoute]:
     @_get(routes, v + "/limits")
     async def limits(request: Request) -> Response:
         call = await authorise(request)
-        return call.reply(orjson.dumps(org_limits(call.state.requests)))
+        own = getattr(call.org, "limits", None)
+        return call.reply(orjson.dumps(own(call.state.requests) if own else org_limits(call.state.requests)))
 
     @_get(routes, v + "/limits/recordCount", slash=False)
     async def record_count(request: Request) -> Response:
@@ -636,7 +646,7 @@ def soap_routes() -> list[BaseRoute]:
             version=escape(version),
             org_id=state.org.org_id,
             session=escape(state.access.token),
-            user_id=ADMIN_USER_ID,
+            user_id=getattr(state.org, "api_user_id", ADMIN_USER_ID),
             username=escape(state.access.username),
         )
         return Response(text, media_type=XML_TYPE)

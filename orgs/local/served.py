@@ -60,6 +60,28 @@ class Served:
     bulk: BulkQueries
 
 
+class FixedServed:
+    """The org served for an empty org's state directory (`orgs/local/writable`): always the same org, which
+    changes through its own writes, never by files changing on disk."""
+
+    def __init__(self, org: LocalOrg, *, owned: bool) -> None:
+        self.current = Served(org, BulkQueries(org))
+        self.reloads = 0
+        self.refusal: Unavailable | None = None
+        self._owned = [org] if owned else []
+
+    def changed(self) -> bool:
+        return False
+
+    def get(self, checked: bool = False) -> Served:
+        return self.current
+
+    def close(self) -> None:
+        for org in self._owned:
+            org.close()
+        self._owned.clear()
+
+
 class ServedBundle:
     """The org served for a bundle path, reloaded when the bundle there changes. Thread-safe."""
 

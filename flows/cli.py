@@ -269,7 +269,13 @@ def build(
     out.print(table)
     m = report.manifest
     if m.get("tasks"):
-        out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
+        out.print(
+            _task_table(
+                m["tasks"]["stats"],
+                "task instances (every answer re-derived independently)",
+                m["tasks"].get("fidelity"),
+            )
+        )
         api = m["tasks"]["api_check"]
         sample = api.get("http_sample") or {}
         out.print(
@@ -278,6 +284,7 @@ def build(
             "REST API via simple-salesforce, identical"
         )
         _adapted_note(m["tasks"])
+        _fidelity_note(m["tasks"].get("fidelity"))
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -769,21 +776,54 @@ def _serve_empty(
     err.print("stopped")
 
 
-def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:
+def _task_table(
+    stats: dict[str, dict[str, Any]], title: str, fidelity: dict[str, Any] | None = None
+) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("task", "instances", "None share", "top answer share", "distinct answers", "median margin"):
+    cols = ["task", "instances", "None share", "top answer share", "distinct answers", "median margin"]
+    distinct = (fidelity or {}).get("distinct_queries") or {}
+    if distinct:
+        cols.append("distinct queries")
+    for col in cols:
         table.add_column(col, justify="left" if col == "task" else "right")
     for task, st in stats.items():
         margin = st["median_margin"]
-        table.add_row(
+        row = [
             task,
             str(st["instances"]),
             f"{st['none_share']:.0%}",
             f"{st['majority_share']:.1%}",
             str(st["distinct_answers"]),
             "-" if margin is None else f"{margin:g}",
-        )
+        ]
+        if distinct:
+            row.append(str(distinct.get(task, "-")))
+        table.add_row(*row)
     return table
+
+
+def _fidelity_note(fidelity: dict[str, Any] | None) -> None:
+    """The build summary's fidelity figures (issue 16 item 7); the whole set is reports/fidelity.json."""
+    if not fidelity:
+        return
+    table = Table(
+        title="text fidelity (distinct-2 over 130-record samples; share of records holding the most repeated 8-word sequence)",
+        title_justify="left",
+    )
+    for col in ("field", "distinct-2", "top 8-gram share"):
+        table.add_column(col, justify="left" if col == "field" else "right")
+    for name, t in fidelity.get("text", {}).items():
+        table.add_row(name, f"{t['distinct_2']:.2f}", f"{t['top_8gram_share']:.1%}")
+    out.print(table)
+    verbatim = fidelity.get("verbatim_question_share")
+    below = fidelity.get("below_target") or []
+    out.print(
+        f"queries: {fidelity.get('none_mentions', 0)} mention None, {fidelity.get('answer_hints', 0)} give an "
+        f"example answer; NED exact-name share {fidelity.get('ned_exact_name_share', 0):.0%}"
+        + (f"; knowledge questions verbatim in their article {verbatim:.0%}" if verbatim is not None else "")
+        + (f"; below target: {', '.join(below)}" if below else "")
+        + f" (details in {fidelity.get('report', 'reports/fidelity.json')})"
+    )
 
 
 @app.command()
@@ -810,7 +850,8 @@ def tasks(
     except OrgseedError as exc:
         fail(exc)
         return
-    out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})"))
+    out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})", info.get("fidelity")))
+    _fidelity_note(info.get("fidelity"))
     out.print(
         f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
         f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."

@@ -188,6 +188,7 @@ def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                     line=line,
                 )
             )
+    return out
 
 
 def zero_prices(raw: dict[str, pd.DataFrame]) -> list[Finding]:

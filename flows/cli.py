@@ -1291,8 +1291,11 @@ def upload(
         )
         err.print(f"uploading {bundle} to {org.describe()}", highlight=False)
 
+        seen: dict[str, int] = {}
+
         def progress(name: str, done: int, total: int) -> None:
-            if total:
+            if total > 0 and seen.get(name) != done:
+                seen[name] = done
                 err.print(f"  {name}: {done:,}/{total:,}", highlight=False)
 
         if no_prefect:

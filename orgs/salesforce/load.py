@@ -40,6 +40,8 @@ PERMISSION_SET = "Orgseed_Loader"
 DRAFT = "Draft"
 ACTIVATED = "Activated"
 ONLINE = "Online"
+# progress(object, records done, records to do): called with total -1 when an object starts, after every job
+# it runs, and once more when it is done
 Progress = Callable[[str, int, int], None]
 
 
@@ -141,6 +143,7 @@ def metadata_for(
 
 MAX_UPLOAD_BYTES = 100_000_000  # one Bulk API 2.0 upload (simple-salesforce's cap; Salesforce takes 150 MB)
 TERMINAL = ("JobComplete", "Failed", "Aborted")
+ROWS_PER_SECOND = 4000.0
 
 
 @dataclass
@@ -184,7 +187,9 @@ class BulkIngest:
         job_id = job["id"]
         self._call("PUT", f"{self.base}/{job_id}/batches", data=data, headers={"Content-Type": "text/csv"})
         self._call("PATCH", f"{self.base}/{job_id}", json={"state": "UploadComplete"})
-        info = self.until_done(job_id)
+        # the first look after about the time the org needs for the rows (a few thousand a second), so a job
+        # usually takes one poll
+        info = self.until_done(job_id, first=max(self.wait, data.count(b"\n") / ROWS_PER_SECOND))
         successes = self._results(job_id, "successfulResults")
         failures = self._results(job_id, "failedResults") if int(info["numberRecordsFailed"]) else []
         return JobOutcome(
@@ -197,9 +202,9 @@ class BulkIngest:
             info.get("errorMessage"),
         )
 
-    def until_done(self, job_id: str) -> dict[str, Any]:
+    def until_done(self, job_id: str, first: float | None = None) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
-        delay = self.wait
+        delay = self.wait if first is None else first
         while True:
             time.sleep(delay)
             info: dict[str, Any] = self._call("GET", f"{self.base}/{job_id}").json()
@@ -463,7 +468,7 @@ class Loader:
     def load_object(self, sobject: str) -> ObjectLoad:
         spec = self.model.get(sobject)
         result = ObjectLoad(sobject)
-        self.progress(sobject, 0, 0)
+        self.progress(sobject, 0, -1)
         standard = self._bundle_standard_book() if spec.name == "Pricebook2" else None
         if standard is not None:
             self._key_standard_book(standard)
@@ -498,6 +503,7 @@ class Loader:
                 {"bundle_id": r.get(EXT, ""), "error": r["sf__Error"]} for r in outcome.failures
             ]
             self.progress(sobject, result.loaded, len(todo))
+        self.progress(sobject, result.loaded, len(todo))  # done
         return result
 
     def _key_standard_book(self, std: str) -> None:

@@ -58,6 +58,7 @@ class ObjectLoad:
     failed: list[dict[str, str]] = field(default_factory=list)  # {bundle_id, error}
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why
     jobs: list[str] = field(default_factory=list)
+    retried: int = 0  # rows sent again after a transient failure
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,7 @@ class ObjectLoad:
             "failed": len(self.failed),
             "failures": self.failed,
             "dropped_columns": self.dropped,
+            "retried": self.retried,
             "jobs": self.jobs,
         }
 
@@ -144,6 +146,10 @@ def metadata_for(
 MAX_UPLOAD_BYTES = 100_000_000  # one Bulk API 2.0 upload (simple-salesforce's cap; Salesforce takes 150 MB)
 TERMINAL = ("JobComplete", "Failed", "Aborted")
 ROWS_PER_SECOND = 4000.0
+# failures that pass: a row lock held by another batch, a busy org; such rows are sent again in a job of
+# their own, as long as each round loads some of them
+TRANSIENT = frozenset({"UNABLE_TO_LOCK_ROW", "SERVER_UNAVAILABLE"})
+MAX_ATTEMPTS = 100
 
 
 @dataclass
@@ -487,22 +493,41 @@ class Loader:
         self.ids.setdefault(sobject, {}).update(have)
         if self.id_map is not None and have:
             self.id_map.record(sobject, have.items())
-        for chunk in chunks(header, todo) if todo else []:
-            outcome = self.bulk.run(sobject, "insert", csv_bytes(header, chunk))
-            result.jobs.append(outcome.job_id)
-            if outcome.state != "JobComplete":
-                raise LoadError(
-                    f"{sobject}: Bulk job {outcome.job_id} ended {outcome.state}: {outcome.error}"
-                )
-            pairs = [(r[EXT], r["sf__Id"]) for r in outcome.successes]
-            self.ids[sobject].update(pairs)
-            if self.id_map is not None:
-                self.id_map.record(sobject, pairs)
-            result.loaded += len(pairs)
-            result.failed += [
-                {"bundle_id": r.get(EXT, ""), "error": r["sf__Error"]} for r in outcome.failures
-            ]
-            self.progress(sobject, result.loaded, len(todo))
+        pending = todo
+        attempt = 0
+        while pending:
+            attempt += 1
+            retry: list[list[str]] = []
+            before = result.loaded
+            for chunk in chunks(header, pending):
+                outcome = self.bulk.run(sobject, "insert", csv_bytes(header, chunk))
+                result.jobs.append(outcome.job_id)
+                if outcome.state != "JobComplete":
+                    raise LoadError(
+                        f"{sobject}: Bulk job {outcome.job_id} ended {outcome.state}: {outcome.error}"
+                    )
+                pairs = [(r[EXT], r["sf__Id"]) for r in outcome.successes]
+                self.ids[sobject].update(pairs)
+                if self.id_map is not None:
+                    self.id_map.record(sobject, pairs)
+                result.loaded += len(pairs)
+                by_ext = {r[ext_col]: r for r in chunk}
+                for r in outcome.failures:
+                    if r["sf__Error"].split(":", 1)[0] in TRANSIENT and r.get(EXT) in by_ext:
+                        retry.append(by_ext[r[EXT]])
+                    else:
+                        result.failed.append({"bundle_id": r.get(EXT, ""), "error": r["sf__Error"]})
+                self.progress(sobject, result.loaded, len(todo))
+            stuck = result.loaded == before or attempt >= MAX_ATTEMPTS
+            if retry and stuck:  # no progress: the failure is not passing; report the rows
+                result.failed += [
+                    {"bundle_id": r[ext_col], "error": "UNABLE_TO_LOCK_ROW: retried without progress"}
+                    for r in retry
+                ]
+                break
+            # rows a parallel batch held a lock for go again, in a job of their own, while each round loads some
+            result.retried += len(retry)
+            pending = retry
         self.progress(sobject, result.loaded, len(todo))  # done
         return result
 
@@ -609,8 +634,8 @@ def _suffixed(suffix: str) -> Callable[[Any], str]:
 
 
 def _group_key(spec: ObjectSpec) -> str | None:
-    """The parent to group a child's rows by, against row locks (B10): its first required lookup."""
-    for f in spec.lookups:
-        if not f.nillable and "User" not in f.reference_to:
-            return f.name
-    return None
+    """The parent to group a child's rows by, against row locks (B10): its first required lookup, else its
+    first lookup (owners aside: an owner's row is not locked by its records)."""
+    lookups = [f for f in spec.lookups if "User" not in f.reference_to]
+    ranked = [f for f in lookups if not f.nillable] + [f for f in lookups if f.nillable]
+    return ranked[0].name if ranked else None

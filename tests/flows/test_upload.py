@@ -199,3 +199,40 @@ def test_killed_ten_times_and_resumed_ends_with_every_record_once(
     assert differences(o.sf, bundle) == []  # zero duplicates, zero missing, every field as in the bundle
     report = json.loads((bundle / "uploads" / o.org.org_id / "report.json").read_text())
     assert report["ok"] is True
+
+
+def test_row_lock_contention_is_retried_not_lost(
+    small_bundle: Path, tmp_path: Path, empty_org: Callable[..., Org]
+) -> None:
+    bundle = copy_bundle(small_bundle, tmp_path / "bundle")
+    o = empty_org(edition="enterprise", person_accounts=True, lock_contention=True, batch_rows=100)
+    res = _run("upload", str(bundle), *o.flags, "--no-prefect")
+    assert res.exit_code == 0, res.output
+    report = json.loads((bundle / "uploads" / o.org.org_id / "report.json").read_text())
+    assert sum(r["retried"] for r in report["objects"]) > 0  # locks were met, and the rows sent again
+    assert all(r["failed"] == 0 for r in report["objects"])
+    assert differences(o.sf, bundle) == []
+
+
+def test_an_active_duplicate_rule_meeting_shared_emails_is_refused_up_front(
+    small_bundle: Path, tmp_path: Path, empty_org: Callable[..., Org]
+) -> None:
+    import csv
+
+    bundle = copy_bundle(small_bundle, tmp_path / "bundle")
+    path = bundle / "data" / "Contact.csv"
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[1]["Email"] = rows[0]["Email"]  # two people with one address, as happens
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    o = empty_org(edition="enterprise", person_accounts=True, duplicate_rule="block")
+    res = _run("upload", str(bundle), *o.flags, "--no-prefect")
+    text = " ".join(res.output.split())
+    assert (
+        res.exit_code == 1
+        and "Duplicate rule Standard_Contact_Duplicate_Rule on Contact is active and 1" in text
+    )
+    assert o.sf.query("SELECT COUNT() FROM Contact")["totalSize"] == 0

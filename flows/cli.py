@@ -1327,11 +1327,15 @@ def upload(
         out.print(table)
         for f in result.findings:
             out.print(f"[red]preflight:[/] {escape(f.message)}", highlight=False)
+        for note in result.notes:
+            out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
         out.print(
             "dry run: nothing was written"
             + (" (the preflight found problems)" if result.findings else "; the preflight passed")
         )
         raise typer.Exit(1 if result.findings else 0)
+    for note in result.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     out.print(_upload_table(result.objects))
     out.print(
         f"orders activated {result.finish.get('orders_activated', 0):,} · articles published "

@@ -87,6 +87,7 @@ class UploadResult:
     org_id: str
     folder: Path
     findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     objects: list[dict[str, Any]] = field(default_factory=list)
     finish: dict[str, int] = field(default_factory=dict)
     disagreements: list[str] = field(default_factory=list)
@@ -207,6 +208,40 @@ def preflight(sf: Any, bundle: Bundle, model: OrgModel, opts: UploadOptions) -> 
     return findings
 
 
+AUTOMATION = (
+    (
+        "validation rule",
+        "SELECT EntityDefinition.QualifiedApiName, ValidationName FROM ValidationRule WHERE Active = true",
+    ),
+    ("trigger", "SELECT Name, TableEnumOrId FROM ApexTrigger WHERE Status = 'Active'"),
+)
+
+
+def automation(sf: Any, objects: Iterable[str]) -> list[str]:
+    """Active validation rules and triggers on the objects to load: they can refuse or rewrite rows, so
+    they are reported (not refused: the load reports any row they refuse, and the read-back shows rewrites)."""
+    from urllib.parse import quote_plus
+
+    wanted = {o.lower() for o in objects}
+    notes = []
+    for kind, soql in AUTOMATION:
+        try:
+            res = sf.toolingexecute(f"query/?q={quote_plus(soql)}")
+        except Exception as exc:  # an org (or user) without Tooling API access: say so, do not guess
+            notes.append(
+                f"Active {kind}s could not be listed through the Tooling API ({type(exc).__name__}); check them by hand."
+            )
+            continue
+        for r in res.get("records", []):
+            obj = (r.get("EntityDefinition") or {}).get("QualifiedApiName") or r.get("TableEnumOrId") or ""
+            if obj.lower() in wanted:
+                name = r.get("ValidationName") or r.get("Name")
+                notes.append(
+                    f"Active {kind} {name} on {obj} may refuse or rewrite rows; failures are reported per record."
+                )
+    return notes
+
+
 # -- the upload --------------------------------------------------------------------------------------------------
 
 
@@ -257,6 +292,7 @@ async def upload_bundle(
             "finish it, or `orgseed teardown` it first."
         )
     result.findings = await stage("preflight", preflight, sf, bundle, model, opts)
+    result.notes = automation(sf, [p["object"] for p in result.plan])
     if result.findings:
         if opts.dry_run:
             return result
@@ -337,6 +373,7 @@ def write_report(result: UploadResult, bundle: Bundle) -> Path:
         "org_id": result.org_id,
         "bundle_data_sha256": bundle.read_manifest().get("data_sha256"),
         "ok": result.ok,
+        "preflight_notes": result.notes,
         "seconds": round(result.seconds, 2),
         "objects": result.objects,
         "finish": result.finish,

@@ -236,3 +236,35 @@ def test_an_active_duplicate_rule_meeting_shared_emails_is_refused_up_front(
         and "Duplicate rule Standard_Contact_Duplicate_Rule on Contact is active and 1" in text
     )
     assert o.sf.query("SELECT COUNT() FROM Contact")["totalSize"] == 0
+
+
+def test_validation_rules_and_triggers_are_listed_through_the_tooling_api(
+    empty_org: Callable[..., Org],
+) -> None:
+    from flows.upload import automation
+
+    o = empty_org()
+    assert automation(o.sf, ["Account", "Case"]) == []  # the embedded org has none; the queries are answered
+
+    class Refusing:
+        def toolingexecute(self, action: str) -> Any:
+            raise PermissionError("no Tooling API access")
+
+    class WithRules:
+        def toolingexecute(self, action: str) -> Any:
+            if "ValidationRule" in action:
+                return {
+                    "records": [
+                        {
+                            "EntityDefinition": {"QualifiedApiName": "Case"},
+                            "ValidationName": "Reason_Required",
+                        }
+                    ]
+                }
+            return {"records": [{"Name": "StampOwner", "TableEnumOrId": "Lead"}]}
+
+    assert all("could not be listed" in n for n in automation(Refusing(), ["Case"]))
+    notes = automation(WithRules(), ["Case", "Account"])
+    assert notes == [
+        "Active validation rule Reason_Required on Case may refuse or rewrite rows; failures are reported per record."
+    ]

@@ -148,6 +148,21 @@ def wire(value: str) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms:03d}+0000"
 
 
+_INDEXES: dict[int, tuple[ObjectSpec, dict[str, FieldSpec]]] = {}
+
+
+def fields_of(spec: ObjectSpec) -> dict[str, FieldSpec]:
+    """`spec`'s fields by lower-case name. (ObjectSpec.field hashes the whole spec on every call, which a
+    write of 10,000 records x 10 fields cannot afford: measured 5 of 7.7 s for 22,000 price book entries.)"""
+    found = _INDEXES.get(id(spec))
+    if found is None or found[0] is not spec:
+        if len(_INDEXES) > 256:
+            _INDEXES.clear()
+        found = (spec, {f.name.lower(): f for f in spec.fields})
+        _INDEXES[id(spec)] = found
+    return found[1]
+
+
 def _type_error(f: FieldSpec, value: Any) -> Rejected:
     return Rejected(
         "INVALID_TYPE_ON_FIELD_IN_RECORD", f"{f.label}: value not of required type: {value}", [f.name]
@@ -512,8 +527,8 @@ class Writer:
                 k
                 for k in rec
                 if k != "attributes"
-                and spec.has_field(k)
-                and (spec.field(k).name in AUDIT_SYSTEM_FIELDS or spec.field(k).audit)
+                and (f := fields_of(spec).get(k.lower())) is not None
+                and (f.name in AUDIT_SYSTEM_FIELDS or f.audit)
                 and rec[k] not in (None, "")
             ]
             if audit:
@@ -610,26 +625,28 @@ class Writer:
         """The stored values `rec` sets (insert: with defaults and system fields), or Rejected."""
         out: dict[str, Any] = {}
         nulls: list[str] = []
+        index = fields_of(spec)
         for key, value in rec.items():
             if key == "attributes" or (key.lower() == "id" and op == "update"):
                 continue
-            if isinstance(value, dict) and not spec.has_field(key):
+            f_or_none = index.get(key.lower())
+            if isinstance(value, dict) and f_or_none is None:
                 # a parent by external id in JSON: {"Account": {"Ext__c": "x"}}
                 f, resolved = self._relationship(conn, spec, key, value)
                 out[f.name] = resolved
                 continue
-            if "." in key and not spec.has_field(key):
+            if "." in key and f_or_none is None:
                 rel, _, ext = key.partition(".")
                 if value in (None, ""):
                     continue
                 f, resolved = self._relationship(conn, spec, rel, {ext: value})
                 out[f.name] = resolved
                 continue
-            if not spec.has_field(key):
+            if f_or_none is None:
                 raise Rejected(
                     "INVALID_FIELD", f"No such column '{key}' on sobject of type {spec.name}", [key]
                 )
-            f = spec.field(key)
+            f = f_or_none
             if value is None or value == "#N/A":
                 if not self.writable(spec, f, op):
                     continue
@@ -645,7 +662,7 @@ class Writer:
             out[f.name] = convert(f, value)
         if op == "update":
             for name in nulls:
-                f = spec.field(name)
+                f = index[name.lower()]
                 if not f.nillable and f.type != "boolean" and (spec.name, name) not in NOT_REQUIRED:
                     raise Rejected("REQUIRED_FIELD_MISSING", f"Required fields are missing: [{name}]", [name])
             return out
@@ -1137,7 +1154,8 @@ class Writer:
             row["LastModifiedDate"] = stamp
             row["LastModifiedById"] = self.state.api_user
             row["SystemModstamp"] = stamp
-            changes.append((rid, {k: v for k, v in row.items() if spec.has_field(k)}))
+            index = fields_of(spec)
+            changes.append((rid, {k: v for k, v in row.items() if k.lower() in index}))
         update_rows(conn, spec, changes)
         if spec.name == "User":
             self._count_licences(conn)
@@ -1151,7 +1169,8 @@ def _derive(
     before: dict[str, Any] | None = None,
 ) -> None:
     """The computed fields of a written record (person Name, Case.IsClosed and ClosedDate)."""
-    if spec.has_field("Name") and spec.field("Name").computed and spec.has_field("LastName"):
+    index = fields_of(spec)
+    if "name" in index and index["name"].computed and "lastname" in index:
         row["Name"] = " ".join(p for p in (row.get("FirstName"), row.get("LastName")) if p)
     if spec.name == "Case" and "Status" in row:
         closed = str(row.get("Status") or "").lower() == "closed"

@@ -65,10 +65,6 @@ class PreflightFailed(DataFindings):
         self.findings = findings
 
 
-class UploadFailed(DataFindings):
-    """The upload ran but the org does not hold the bundle faithfully (failed rows or disagreeing answers)."""
-
-
 @dataclass(frozen=True)
 class UploadOptions:
     bundle: str
@@ -550,7 +546,6 @@ def _destroy_metadata(sf: Any, model: OrgModel, names: set[str]) -> None:
 
 __all__ = [
     "PreflightFailed",
-    "UploadFailed",
     "UploadOptions",
     "UploadResult",
     "preflight",

@@ -367,7 +367,9 @@ def bench_ingest(scale: float) -> dict[str, Any]:
 
     root = build(scale)
     with tempfile.TemporaryDirectory(prefix="orgseed-ingest-") as tmp:
-        org = WritableOrg(Path(tmp) / "state", edition="enterprise", person_accounts=True)
+        org = WritableOrg(
+            Path(tmp) / "state", edition="enterprise", person_accounts=True, salesforce_licenses=100_000
+        )
         server = LocalServer(Path(tmp) / "state", org=org).start()
         try:
             sf = server.client()
@@ -380,7 +382,7 @@ def bench_ingest(scale: float) -> dict[str, Any]:
                 else:
                     per_object[name] = time.perf_counter() - started[name]
 
-            loader = Loader(sf, root, load_model(), wait=0.05, progress=progress)
+            loader = Loader(sf, root, load_model(), wait=0.05, resume=False, progress=progress)
             calls0 = server.app.state.org.requests
             t0 = time.perf_counter()
             results = loader.run()

@@ -127,6 +127,11 @@ RULES: dict[str, Rule] = {
         Rule("text.empty", _E, "a free-text field is empty or blank"),
         Rule("text.control-character", _E, "a cell holds a NUL or another control character"),
         Rule(
+            "text.doubled-determiner",
+            _E,
+            'a free text doubles an article or determiner ("My the", "The the", "a the"): a template bug',
+        ),
+        Rule(
             "text.truncated",
             _E,
             "a text looks cut off (ends mid-sentence, with an ellipsis, or at the length limit)",

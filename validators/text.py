@@ -46,6 +46,7 @@ from schemas.textrules import (
     truncation,
     zero_price,
 )
+from validators import fidelity
 from validators.findings import Finding, finding, show
 from validators.load import POLICIES, BundleData
 
@@ -80,6 +81,7 @@ def check_text(data: BundleData) -> list[Finding]:
     out: list[Finding] = []
     out.extend(_presence(data.raw, data.model))
     out.extend(_controls(data.raw))
+    out.extend(_doublings(data.raw))
     out.extend(zero_prices(data.raw))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
@@ -154,6 +156,38 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                         line=int(frame["_line"].iat[pos]),
                     )
                 )
+    return out
+
+
+def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    """Every free-text field (`FREE_TEXT`) of every record that doubles an article or determiner ("My the
+    product", "The an XL", "a the"): one finding per record and field, quoting the first doubling."""
+    out = []
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            if not isinstance(text, str):
+                continue
+            found = fidelity.doublings(text)
+            if not found:
+                continue
+            at = fidelity.DOUBLING.search(text)
+            where = text[max(0, at.start() - 30) : at.end() + 30] if at else found[0]
+            out.append(
+                finding(
+                    "text.doubled-determiner",
+                    f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r} (in {where!r}"
+                    + (f", and {len(found) - 1} more" if len(found) > 1 else "")
+                    + "); fix the writer's template that produced it and rebuild.",
+                    object=spec.sobject,
+                    record=rid,
+                    field=spec.field,
+                    file=_file(spec.sobject),
+                    line=line,
+                )
+            )
     return out
 
 

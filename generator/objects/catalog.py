@@ -316,7 +316,7 @@ class KnowledgeGenerator(ObjectGenerator):
                 "facts": topic.facts,
                 "data": topic.data,
             }
-            if topic.kind == "category_guide":
+            if topic.kind in ("category_guide", "product_guide"):
                 cat = next((c for c in ctx.world.categories if c.name == topic.data.get("category")), None)
                 facts["nouns"] = list(cat.nouns) if cat else []
             if topic.kind == "issue_policy":

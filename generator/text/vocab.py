@@ -619,7 +619,7 @@ ISSUE_DETAILS = {
     "size_mismatch": [
         "I normally wear {size} and that's what I ordered.",
         "I measured my foot against your chart twice before picking {size}.",
-        "The {size} feels like it was cut for someone much smaller.",
+        "What I got in {size} feels like it was cut for someone much smaller.",
         "The length is fine but it's far too narrow around the {part}.",
         "I compared it with my old pair and it's at least a half size off.",
     ],

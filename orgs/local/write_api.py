@@ -15,6 +15,7 @@ routes answer it 405, as before.
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
 
@@ -29,6 +30,9 @@ from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.writable.dml import ROLLED_BACK, DmlError, RecordError, SaveResult
 
 COLLECTION_MAX = 200
+TOOLING_EMPTY = {
+    n.lower(): n for n in ("ValidationRule", "ApexTrigger", "FlowDefinitionView", "WorkflowRule")
+}
 DUPLICATE_HEADER = "sforce-duplicate-rule-header"
 
 
@@ -273,6 +277,30 @@ def write_routes() -> list[BaseRoute]:
         return Response(orjson.dumps(body), media_type="application/json")
 
     routes.append(Route("/services/oauth2/userinfo", userinfo, methods=["GET"], include_in_schema=False))
+
+    @add((v + "/tooling/query", v + "/tooling/query/"), GET)
+    async def tooling_query(request: Request) -> Response:
+        """The Tooling API's query, for the automation a loader must know about: an embedded org has no
+        validation rule, trigger or flow, so those answer empty; other Tooling objects are not served."""
+        call = await authorise(request)
+        q = request.query_params.get("q") or ""
+        m = re.search(r"\bFROM\s+(\w+)", q, re.I)
+        entity = m.group(1) if m else ""
+        if entity.lower() not in TOOLING_EMPTY:
+            raise OrgApiError(
+                f"sObject type '{entity}' is not supported by this org's Tooling API (it serves "
+                f"{', '.join(sorted(TOOLING_EMPTY.values()))}).",
+                error_code="INVALID_TYPE",
+            )
+        body: dict[str, Any] = {
+            "size": 0,
+            "totalSize": 0,
+            "done": True,
+            "queryLocator": None,
+            "entityTypeName": TOOLING_EMPTY[entity.lower()],
+            "records": [],
+        }
+        return call.reply(orjson.dumps(body))
 
     from orgs.local.writable.metadata import metadata_routes
 

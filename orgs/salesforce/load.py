@@ -40,6 +40,8 @@ PERMISSION_SET = "Orgseed_Loader"
 DRAFT = "Draft"
 ACTIVATED = "Activated"
 ONLINE = "Online"
+# progress(object, records done, records to do): called with total -1 when an object starts, after every job
+# it runs, and once more when it is done
 Progress = Callable[[str, int, int], None]
 
 
@@ -56,6 +58,7 @@ class ObjectLoad:
     failed: list[dict[str, str]] = field(default_factory=list)  # {bundle_id, error}
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why
     jobs: list[str] = field(default_factory=list)
+    retried: int = 0  # rows sent again after a transient failure
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,7 @@ class ObjectLoad:
             "failed": len(self.failed),
             "failures": self.failed,
             "dropped_columns": self.dropped,
+            "retried": self.retried,
             "jobs": self.jobs,
         }
 
@@ -141,6 +145,11 @@ def metadata_for(
 
 MAX_UPLOAD_BYTES = 100_000_000  # one Bulk API 2.0 upload (simple-salesforce's cap; Salesforce takes 150 MB)
 TERMINAL = ("JobComplete", "Failed", "Aborted")
+ROWS_PER_SECOND = 4000.0
+# failures that pass: a row lock held by another batch, a busy org; such rows are sent again in a job of
+# their own, as long as each round loads some of them
+TRANSIENT = frozenset({"UNABLE_TO_LOCK_ROW", "SERVER_UNAVAILABLE"})
+MAX_ATTEMPTS = 100
 
 
 @dataclass
@@ -184,7 +193,9 @@ class BulkIngest:
         job_id = job["id"]
         self._call("PUT", f"{self.base}/{job_id}/batches", data=data, headers={"Content-Type": "text/csv"})
         self._call("PATCH", f"{self.base}/{job_id}", json={"state": "UploadComplete"})
-        info = self.until_done(job_id)
+        # the first look after about the time the org needs for the rows (a few thousand a second), so a job
+        # usually takes one poll
+        info = self.until_done(job_id, first=max(self.wait, data.count(b"\n") / ROWS_PER_SECOND))
         successes = self._results(job_id, "successfulResults")
         failures = self._results(job_id, "failedResults") if int(info["numberRecordsFailed"]) else []
         return JobOutcome(
@@ -197,9 +208,9 @@ class BulkIngest:
             info.get("errorMessage"),
         )
 
-    def until_done(self, job_id: str) -> dict[str, Any]:
+    def until_done(self, job_id: str, first: float | None = None) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
-        delay = self.wait
+        delay = self.wait if first is None else first
         while True:
             time.sleep(delay)
             info: dict[str, Any] = self._call("GET", f"{self.base}/{job_id}").json()
@@ -231,7 +242,7 @@ class BulkIngest:
         return touched
 
 
-def _csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
+def csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
@@ -239,14 +250,14 @@ def _csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def _chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYTES) -> list[list[list[str]]]:
+def chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYTES) -> list[list[list[str]]]:
     """Rows split so that each job's CSV stays within one upload."""
-    head = len(_csv_bytes(header, []))
+    head = len(csv_bytes(header, []))
     out: list[list[list[str]]] = [[]]
     size = head
     for r in rows:
         n = (
-            len(_csv_bytes([], [r]))
+            len(csv_bytes([], [r]))
             if any("\n" in c or "," in c or '"' in c for c in r)
             else sum(len(c.encode()) for c in r) + len(r)
         )
@@ -329,10 +340,37 @@ class Loader:
             out[r[EXT]] = r["Id"]
         return out
 
+    def _visitors(self, keys: list[str]) -> None:
+        """Chat visitors for `keys` not made yet, 200 per sObject Collections call, recorded as they come."""
+        known = self.ids.setdefault("LiveChatVisitor", {})
+        if self.id_map is not None:
+            known.update(self.id_map.ids("LiveChatVisitor"))
+        todo = [k for k in dict.fromkeys(keys) if k not in known]
+        for k in range(0, len(todo), 200):
+            chunk = todo[k : k + 200]
+            res = self.sf.restful(
+                "composite/sobjects",
+                method="POST",
+                json={
+                    "allOrNone": True,
+                    "records": [{"attributes": {"type": "LiveChatVisitor"}} for _ in chunk],
+                },
+            )
+            pairs = [(key, r["id"]) for key, r in zip(chunk, res, strict=True) if r.get("success")]
+            if len(pairs) != len(chunk):
+                raise LoadError(f"LiveChatVisitor: {res[0].get('errors')}")
+            known.update(pairs)
+            if self.id_map is not None:
+                self.id_map.record("LiveChatVisitor", pairs)
+
     def rows(self, spec: ObjectSpec) -> tuple[list[str], list[list[str]], dict[str, str]]:
         """(header, rows, dropped columns) of `spec`'s bundle data as the org takes it."""
         spec = stored(spec)
         raw = self.bundle.read_raw(spec.name, spec)
+        if spec.has_field("LiveChatVisitorId") and self.facts and "LiveChatVisitor" in self.facts.objects:
+            self._visitors(
+                [str(v or f"for-{i}") for i, v in zip(raw["Id"], raw["LiveChatVisitorId"], strict=True)]
+            )
         facts = self.facts
         assert facts is not None
         columns: list[tuple[str, Callable[[Any], str]]] = []
@@ -398,7 +436,11 @@ class Loader:
         if target == "RecordType" and facts.person_record_type:
             record_type = facts.person_record_type
             return lambda name: lambda r: record_type if r.get(name) else ""
-        if target in ("ProductCatalog", "LiveChatVisitor") and target in facts.objects:
+        if target == "LiveChatVisitor" and target in facts.objects:
+            # every transcript needs a visitor (REQUIRED_FIELD_MISSING otherwise, seeding.md B4); a bundle
+            # without visitor ids gets one per transcript
+            return lambda name: lambda r: self._made(target, r.get(name) or f"for-{r['Id']}")
+        if target == "ProductCatalog" and target in facts.objects:
             return lambda name: lambda r: self._made(target, r.get(name))
         return None
 
@@ -410,10 +452,20 @@ class Loader:
         known = self.ids.setdefault(target, {})
         key = str(bundle_id)
         if key not in known:
+            name = f"orgseed {key}"
+            again = (
+                self.sf.query(f"SELECT Id FROM ProductCatalog WHERE Name = '{name}'")["records"]
+                if target == "ProductCatalog"
+                else []
+            )
             if self.id_map is not None and (found := self.id_map.get(target, key)):
                 known[key] = found
+            elif again:  # made by an interrupted run that did not get to record it
+                known[key] = again[0]["Id"]
+                if self.id_map is not None:
+                    self.id_map.record(target, [(key, known[key])])
             else:
-                body = {"Name": f"orgseed {key}"} if target == "ProductCatalog" else {}
+                body = {"Name": name} if target == "ProductCatalog" else {}
                 known[key] = getattr(self.sf, target).create(body)["id"]
                 if self.id_map is not None:
                     self.id_map.record(target, [(key, known[key])])
@@ -422,7 +474,7 @@ class Loader:
     def load_object(self, sobject: str) -> ObjectLoad:
         spec = self.model.get(sobject)
         result = ObjectLoad(sobject)
-        self.progress(sobject, 0, 0)
+        self.progress(sobject, 0, -1)
         standard = self._bundle_standard_book() if spec.name == "Pricebook2" else None
         if standard is not None:
             self._key_standard_book(standard)
@@ -441,22 +493,42 @@ class Loader:
         self.ids.setdefault(sobject, {}).update(have)
         if self.id_map is not None and have:
             self.id_map.record(sobject, have.items())
-        for chunk in _chunks(header, todo) if todo else []:
-            outcome = self.bulk.run(sobject, "insert", _csv_bytes(header, chunk))
-            result.jobs.append(outcome.job_id)
-            if outcome.state != "JobComplete":
-                raise LoadError(
-                    f"{sobject}: Bulk job {outcome.job_id} ended {outcome.state}: {outcome.error}"
-                )
-            pairs = [(r[EXT], r["sf__Id"]) for r in outcome.successes]
-            self.ids[sobject].update(pairs)
-            if self.id_map is not None:
-                self.id_map.record(sobject, pairs)
-            result.loaded += len(pairs)
-            result.failed += [
-                {"bundle_id": r.get(EXT, ""), "error": r["sf__Error"]} for r in outcome.failures
-            ]
-            self.progress(sobject, result.loaded, len(todo))
+        pending = todo
+        attempt = 0
+        while pending:
+            attempt += 1
+            retry: list[list[str]] = []
+            before = result.loaded
+            for chunk in chunks(header, pending):
+                outcome = self.bulk.run(sobject, "insert", csv_bytes(header, chunk))
+                result.jobs.append(outcome.job_id)
+                if outcome.state != "JobComplete":
+                    raise LoadError(
+                        f"{sobject}: Bulk job {outcome.job_id} ended {outcome.state}: {outcome.error}"
+                    )
+                pairs = [(r[EXT], r["sf__Id"]) for r in outcome.successes]
+                self.ids[sobject].update(pairs)
+                if self.id_map is not None:
+                    self.id_map.record(sobject, pairs)
+                result.loaded += len(pairs)
+                by_ext = {r[ext_col]: r for r in chunk}
+                for r in outcome.failures:
+                    if r["sf__Error"].split(":", 1)[0] in TRANSIENT and r.get(EXT) in by_ext:
+                        retry.append(by_ext[r[EXT]])
+                    else:
+                        result.failed.append({"bundle_id": r.get(EXT, ""), "error": r["sf__Error"]})
+                self.progress(sobject, result.loaded, len(todo))
+            stuck = result.loaded == before or attempt >= MAX_ATTEMPTS
+            if retry and stuck:  # no progress: the failure is not passing; report the rows
+                result.failed += [
+                    {"bundle_id": r[ext_col], "error": "UNABLE_TO_LOCK_ROW: retried without progress"}
+                    for r in retry
+                ]
+                break
+            # rows a parallel batch held a lock for go again, in a job of their own, while each round loads some
+            result.retried += len(retry)
+            pending = retry
+        self.progress(sobject, result.loaded, len(todo))  # done
         return result
 
     def _key_standard_book(self, std: str) -> None:
@@ -484,8 +556,8 @@ class Loader:
                 f"SELECT Id, Status, {EXT} FROM Order WHERE Status = '{DRAFT}' AND {EXT} != null"
             )
             updates = [[r["Id"], ACTIVATED] for r in current if r[EXT] in want]
-            for chunk in _chunks(["Id", "Status"], updates) if updates else []:
-                outcome = self.bulk.run("Order", "update", _csv_bytes(["Id", "Status"], chunk))
+            for chunk in chunks(["Id", "Status"], updates) if updates else []:
+                outcome = self.bulk.run("Order", "update", csv_bytes(["Id", "Status"], chunk))
                 done["orders_activated"] += outcome.processed - outcome.failed
                 if outcome.failures:
                     raise LoadError(
@@ -562,8 +634,8 @@ def _suffixed(suffix: str) -> Callable[[Any], str]:
 
 
 def _group_key(spec: ObjectSpec) -> str | None:
-    """The parent to group a child's rows by, against row locks (B10): its first required lookup."""
-    for f in spec.lookups:
-        if not f.nillable and "User" not in f.reference_to:
-            return f.name
-    return None
+    """The parent to group a child's rows by, against row locks (B10): its first required lookup, else its
+    first lookup (owners aside: an owner's row is not locked by its records)."""
+    lookups = [f for f in spec.lookups if "User" not in f.reference_to]
+    ranked = [f for f in lookups if not f.nillable] + [f for f in lookups if f.nillable]
+    return ranked[0].name if ranked else None

@@ -57,9 +57,14 @@ DEFAULTS: dict[tuple[str, str], Any] = {
     ("Knowledge__kav", "PublishStatus"): "Draft",
     ("LiveChatTranscript", "Status"): "Completed",
 }
+# required by a real org although the CRMArena model lets them be empty (seeding.md B4)
+REQUIRED_ON_WRITE = {("LiveChatTranscript", "LiveChatVisitorId")}
 # required in the CRMArena model but not by a real org on insert
 NOT_REQUIRED = {("Order", "Pricebook2Id"), ("OrderItem", "Product2Id"), ("EmailMessage", "MessageDate")}
 ACTIVATED = "Activated"
+READ_ONLY_OBJECTS = frozenset(
+    {"Organization", "UserLicense", "Profile", "PermissionSet", "RecordType", "DuplicateRule"}
+)
 DRAFT = "Draft"
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DT_RE = re.compile(
@@ -291,7 +296,7 @@ class Writer:
             return op == "insert" and (spec.custom or spec.name in AUDIT_OBJECTS) and self.audit_allowed()
         if f.computed or not f.createable:
             return False
-        if spec.name in ("Organization", "UserLicense", "Profile", "PermissionSet", "RecordType"):
+        if spec.name in READ_ONLY_OBJECTS:
             return False
         if f.custom:
             return (spec.name, name) in self.perms()[1]
@@ -594,7 +599,7 @@ class Writer:
     # -- checks ---------------------------------------------------------------------------------------------------
 
     def _check_operation(self, spec: ObjectSpec, op: str) -> None:
-        if spec.name in ("Organization", "UserLicense", "Profile", "PermissionSet", "RecordType"):
+        if spec.name in READ_ONLY_OBJECTS:
             raise OrgApiError(
                 f"entity type cannot be {op}ed: {spec.label}", error_code="INVALID_TYPE_FOR_OPERATION"
             )
@@ -663,7 +668,7 @@ class Writer:
         missing = [
             f.name
             for f in spec.fields
-            if not f.nillable
+            if (not f.nillable or (spec.name, f.name) in REQUIRED_ON_WRITE)
             and f.name != "Id"
             and not f.computed
             and f.name not in AUDIT_SYSTEM_FIELDS
@@ -1011,7 +1016,7 @@ class Writer:
             row["__bytes"] = size
 
     def _check_delete(self, conn: sqlite3.Connection, spec: ObjectSpec, rid: str) -> None:
-        if spec.name in ("Organization", "UserLicense", "Profile", "PermissionSet", "RecordType"):
+        if spec.name in READ_ONLY_OBJECTS:
             raise Rejected("INVALID_TYPE_FOR_OPERATION", f"entity type cannot be deleted: {spec.label}")
         if rid == self.state.api_user or spec.name == "User":
             raise Rejected("DELETE_FAILED", "Users cannot be deleted; deactivate them instead.")

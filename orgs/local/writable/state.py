@@ -164,6 +164,10 @@ class StateDir:
                     conn.execute(
                         "UPDATE orgseed_meta SET value = ? WHERE key = 'edition'", (json.dumps(stored),)
                     )
+                    conn.execute(
+                        'UPDATE "DuplicateRule" SET "IsActive" = ?',
+                        (int(stored.get("duplicate_rule", "off") != "off"),),
+                    )
             return cls(root, fd, conn)
         except BaseException:
             os.close(fd)
@@ -530,6 +534,22 @@ def _create(conn: sqlite3.Connection, ed: Edition) -> None:
                     )
                 ],
             )
+        dup = by_name["DuplicateRule"]
+        insert_rows(
+            conn,
+            dup,
+            [
+                system(
+                    {
+                        "Id": new_id("0Bm"),
+                        "DeveloperName": "Standard_Contact_Duplicate_Rule",
+                        "SobjectType": "Contact",
+                        "IsActive": int(ed.duplicate_rule != "off"),
+                    },
+                    dup,
+                )
+            ],
+        )
         meta = {
             "state_version": STATE_VERSION,
             "org_id": org_id,

@@ -9,7 +9,6 @@ truth is re-derived with CRMArena's tool queries against the written org (ids ma
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,17 +18,9 @@ import pytest
 from orgs.local.serve import LocalServer
 from orgs.local.writable.org import WritableOrg
 from orgs.salesforce.load import EXT, Loader, ObjectLoad
-from schemas.model import OrgModel, load_model
+from schemas.model import load_model
+from tests.orgs.readback import bundle_rows, differences
 from validators.tasks_soql import check_tasks_via_api
-
-# lookups to objects the org provides: the loader maps them to the org's own records (Standard User profile,
-# Person Account record type, catalogs and chat visitors it creates), so only their presence is compared
-ORG_PROVIDED = {
-    ("User", "ProfileId"),
-    ("Account", "RecordTypeId"),
-    ("ProductCategory", "CatalogId"),
-    ("LiveChatTranscript", "LiveChatVisitorId"),
-}
 
 
 class Loaded:
@@ -52,57 +43,15 @@ def loaded(small_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     done.close()
 
 
-def _bundle_rows(bundle: Path, sobject: str) -> list[dict[str, str]]:
-    with (bundle / "data" / f"{sobject}.csv").open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _norm(kind: str, value: Any) -> Any:
-    if value in (None, ""):
-        return None
-    if kind == "boolean":
-        return value if isinstance(value, bool) else str(value).lower() == "true"
-    if kind in ("int", "double", "currency", "percent"):
-        return round(float(value), 6)
-    return str(value)
-
-
 def test_every_record_reads_back_identical(loaded: Loaded, small_bundle: Path) -> None:
-    model: OrgModel = load_model()
     assert all(not r.failed for r in loaded.results), [
         (r.sobject, r.failed[:2]) for r in loaded.results if r.failed
     ]
-    org_to_bundle: dict[str, str] = {}
-    for spec in model:
-        for r in loaded.sf.query_all(f"SELECT Id, {EXT} FROM {spec.name}")["records"]:
-            if r[EXT]:
-                org_to_bundle[r["Id"]] = r[EXT]
-    for spec in model:
-        expected = _bundle_rows(small_bundle, spec.name)
-        fields = [f for f in spec.fields if f.name != "Id"]
-        soql = f"SELECT {EXT}, {', '.join(f.name for f in fields)} FROM {spec.name}"
-        got = {r[EXT]: r for r in loaded.sf.query_all(soql)["records"] if r[EXT]}
-        assert sorted(got) == sorted(r["Id"] for r in expected), spec.name
-        for row in expected:
-            back = got[row["Id"]]
-            for f in fields:
-                want, have = row[f.name], back[f.name]
-                if (spec.name, f.name) in ORG_PROVIDED:
-                    assert (want == "") == (have is None), (spec.name, row["Id"], f.name)
-                elif f.is_lookup:
-                    assert (org_to_bundle.get(have) if have else "") == want, (spec.name, row["Id"], f.name)
-                else:
-                    assert _norm(f.type, have) == _norm(f.type, want), (
-                        spec.name,
-                        row["Id"],
-                        f.name,
-                        want,
-                        have,
-                    )
+    assert differences(loaded.sf, small_bundle) == []
 
 
 def test_historical_dates_are_kept(loaded: Loaded, small_bundle: Path) -> None:
-    cases = {r["Id"]: r for r in _bundle_rows(small_bundle, "Case")}
+    cases = {r["Id"]: r for r in bundle_rows(small_bundle, "Case")}
     back = loaded.sf.query_all(f"SELECT {EXT}, CreatedDate, ClosedDate, CaseNumber FROM Case")["records"]
     assert len(back) == len(cases)
     assert all(r["CreatedDate"] == cases[r[EXT]]["CreatedDate"] for r in back)
@@ -113,10 +62,10 @@ def test_historical_dates_are_kept(loaded: Loaded, small_bundle: Path) -> None:
 
 
 def test_orders_active_and_articles_published_as_in_the_bundle(loaded: Loaded, small_bundle: Path) -> None:
-    want = {r["Id"]: r["Status"] for r in _bundle_rows(small_bundle, "Order")}
+    want = {r["Id"]: r["Status"] for r in bundle_rows(small_bundle, "Order")}
     got = {r[EXT]: r["Status"] for r in loaded.sf.query_all(f"SELECT {EXT}, Status FROM Order")["records"]}
     assert got == want and "Activated" in want.values()
-    arts = {r["Id"]: r["PublishStatus"] for r in _bundle_rows(small_bundle, "Knowledge__kav")}
+    arts = {r["Id"]: r["PublishStatus"] for r in bundle_rows(small_bundle, "Knowledge__kav")}
     got = {
         r[EXT]: r["PublishStatus"]
         for r in loaded.sf.query_all(f"SELECT {EXT}, PublishStatus FROM Knowledge__kav")["records"]

@@ -15,7 +15,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
-from generator.text import articles, vocab
+from generator.text import articles, vocab, voices
 from generator.text.base import TextKind, TextRequest, TextWriter
 from schemas.gcpause import gc_paused
 
@@ -354,10 +354,16 @@ class OfflineWriter(TextWriter):
 
     # -- cases and conversations -----------------------------------------------------------------------
 
+    def _persona(self, f: Mapping[str, Any]) -> voices.Persona:
+        """The customer's voice, the same in every text they write (seeded by the customer)."""
+        who = f.get("customer_key") or f"{f.get('customer_first', '')} {f.get('customer_last', '')}"
+        return voices.persona(random.Random(derive_seed(self.seed, "persona", who)))
+
     def _case(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         issue = str(f["issue"])
         product, noun = str(f["product"]), str(f["noun"])
         tone = str(f.get("tone", "polite"))
+        me = self._persona(f)
         c1, c2 = rng.sample(vocab.COLOURS, 2)
         s1, s2 = rng.sample(vocab.SIZES, 2)
         fill = {
@@ -381,35 +387,56 @@ class OfflineWriter(TextWriter):
             "order_date": human_date(str(f["order_date"])),
             "days_since": f.get("days_since", rng.randint(2, 30)),
         }
-        subject = rng.choice(vocab.SUBJECTS.get(issue, ["Problem with {product}"])).format(**fill)
-        problem = rng.choice(
-            vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
-        ).format(**fill)
+        subjects = vocab.SUBJECTS.get(issue, ["Problem with {product}"]) + voices.SUBJECT_EXTRA.get(issue, [])
+        pattern = rng.choice(subjects)
+        if "{" not in pattern and rng.random() < 0.6:
+            pattern += rng.choice(voices.SUBJECT_TAILS)
+        subject = voices.cap(pattern.format(**fill))
+        problems = vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
+        problem = rng.choice(problems + voices.PROBLEMS_MORE.get(issue, [])).format(**fill)
+        if product.lower() not in problem.lower():  # the description always names the product
+            problem += " " + rng.choice(voices.PRODUCT_SAYS).format(**fill)
         middle = []
-        details = vocab.ISSUE_DETAILS.get(issue, [])
-        if details:
-            middle.append(rng.choice(details).format(**fill))
-        if rng.random() < 0.95:
-            middle.append(rng.choice(vocab.CONTEXT_PRICED).format(**fill))
+        details = list(vocab.ISSUE_DETAILS.get(issue, [])) + voices.DETAILS_MORE.get(issue, [])
+        rng.shuffle(details)
+        for detail in details[: [rng.random() < 0.5, 1, 2][me.verbosity]]:
+            middle.append(detail.format(**fill))
+        if rng.random() < me.date_rate:
+            if rng.random() < 0.5:
+                middle.append(rng.choice(voices.DATE_SAYS).format(**fill))
+            else:
+                middle.append(rng.choice(voices.AGO_SAYS).format(ago=voices.ago(int(fill["days_since"]))))
+        if float(f.get("price", 0) or 0) > 0 and rng.random() < me.price_rate:
+            middle.append(rng.choice(voices.PRICE_SAYS).format(**fill))
         rng.shuffle(middle)
         want = f.get("want")
         tail = []
-        if want and str(want) in vocab.WANTS and rng.random() < 0.7:
-            tail.append(rng.choice(vocab.WANTS[str(want)]))
-        pool = vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"]) + vocab.MORE_TONE_LINES.get(tone, [])
-        tail.append(rng.choice(pool))
-        if rng.random() < 0.25:
-            tail.append(rng.choice(pool))
-        opener = rng.choice(vocab.OPENERS.get(tone, ["Hello,"]))
-        lead = [rng.choice(vocab.LEAD_INS[tone])] if tone in vocab.LEAD_INS and rng.random() < 0.45 else []
-        parts = [opener, *lead, problem, *middle, *dict.fromkeys(tail)]
+        if want and str(want) in voices.WANT_B and rng.random() < 0.6:
+            tail.append(
+                voices.compose(rng, voices.WANT_A, voices.WANT_B[str(want)], voices.WANT_C)
+                if rng.random() < 0.7
+                else rng.choice(vocab.WANTS.get(str(want), [""]))
+            )
+        if me.verbosity or rng.random() < 0.5:
+            tail.append(voices.ask_line(rng, tone))
         if rng.random() < 0.15:
-            parts.append(rng.choice(vocab.PS_LINES))
-        if tone != "brief" or rng.random() < 0.5:
+            pool = vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"]) + vocab.MORE_TONE_LINES.get(
+                tone, []
+            )
+            tail.append(rng.choice(pool))
+        if me.verbosity and rng.random() < 0.5:
+            tail.append(voices.compose(rng, voices.CLOSE_A, voices.CLOSE_B, voices.CLOSE_C))
+        lead = []
+        if me.verbosity and rng.random() < 0.35:
+            lead.append(voices.compose(rng, voices.LEAD_A, voices.LEAD_B))
+        parts = [me.greeting, *lead, problem, *middle, *dict.fromkeys(t for t in tail if t)]
+        if rng.random() < 0.06:
+            parts.append(voices.compose(rng, voices.PS_A, voices.PS_B))
+        if me.signoff:
             name = str(f["customer_first"])
-            if rng.random() < 0.4 and f.get("customer_last"):
+            if me.full_name and f.get("customer_last"):
                 name = f"{name} {f['customer_last']}"
-            parts.append(f"{rng.choice(vocab.SIGNOFFS)} {name}")
+            parts.append(f"{me.signoff} {name}")
         description = " ".join(p for p in parts if p)
         return {"subject": subject, "description": description}
 

@@ -233,14 +233,13 @@ AGENT_FROM = [" from {company}", "", "", " with {company} support", " on the sup
 AGENT_OFFER_HELP = [". How can I help?", ". What can I do for you?", ". What's going on?", ". I'm happy to help.",
                     ". What seems to be the problem?", ". What happened?", "! How can I help you today?",
                     ". Tell me what's up.", ". What can I help with?"]  # fmt: skip
-AGENT_ASKS = [
-    "Could you tell me a bit more about what happened?", "When did you first notice this?",
-    "Do you still have the original packaging?", "Which size and colour did you order?",
-    "Can you confirm the email address on the order?", "What's the order number?",
-    "Is this the first time this has happened?", "Did it come in the original box?",
-    "Have you used it much since it arrived?", "Can you describe the problem a little more?",
-    "Could you confirm your name and email for me?", "Do you have a photo you could share?",
+ASK_A = ["Could you", "Can you", "Would you"]
+ASK_B = [
+    " tell me more about it", " describe what happened", " confirm the order email", " share the order number",
+    " send me a photo", " say when it started", " confirm your size", " check for the packaging",
+    " say how often you've used it", " confirm the delivery address", " tell me the colour",
 ]  # fmt: skip
+ASK_C = ["?", " for me?", " please?", ", if you can?", " quickly?"]
 CUST_PREFIX = ["Sure. ", "Yes. ", "OK so ", "Well, ", "Right, ", "", "", "Yeah, ", "Sure thing. ", "Um, "]
 CUST_SHORT = [
     "It's the email on my account.", "Yes, I still have the box.", "I noticed it right away.",
@@ -259,9 +258,18 @@ AGENT_FOLLOW = [
     "This needs a specialist, so I've handed it over and you'll hear from them by email.",
     "I've added all of this to your case and flagged it for follow-up.",
 ]
-CUST_END_A = ["Thanks", "OK, thank you", "Perfect, thanks", "Alright, thanks", "Great", "Cool, thanks", "Thank you",
-              "Got it, thanks", "Awesome", "OK"]  # fmt: skip
-CUST_END_B = ["", " a lot", " for the help", ", that's great", " so much", ", appreciate it", "!", "."]
+CUST_END_A = ["Thanks", "Thank you", "OK, thank you", "Perfect, thanks", "Alright, thanks", "Cool, thanks",
+              "Got it, thanks", "Great, thanks", "Thanks again"]  # fmt: skip
+CUST_END_B = [
+    "",
+    " a lot",
+    " for the help",
+    " so much",
+    ", appreciate it",
+    " for sorting it",
+    " for your time",
+]
+CUST_END_ALONE = ["Great!", "Awesome.", "OK, sounds good.", "Perfect.", "That works.", "Brilliant, cheers."]
 AGENT_END_A = ["You're welcome", "Happy to help", "No problem", "My pleasure", "Glad I could help", "Anytime",
                "Thanks for chatting with us", "Of course"]  # fmt: skip
 AGENT_END_B = ["! Have a great day.", ". Anything else I can help with?", ". Take care!", ". Enjoy the rest of your day.",
@@ -279,9 +287,10 @@ EMAIL_CLOSE_B = [
     "; just reply here if you need us again.", ". Reply any time if something's not right.", ".",
     ". Thanks for shopping with us.", ", and you can reopen it by replying to this email.",
 ]  # fmt: skip
+# Every agent email is signed with the agent's full name (the writers' checks require it).
 EMAIL_SIGNATURES = [
-    "{agent}\n{company} Support", "{agent}\n{company} Customer Care", "{agent}", "{agent_first}\nCustomer Support",
-    "{agent}\nSupport Team", "{agent_first} at {company}", "{agent}\n{company}", "{agent_first}",
+    "{agent}\n{company} Support", "{agent}\n{company} Customer Care", "{agent}", "{agent}\nCustomer Support",
+    "{agent}\nSupport Team", "{agent}, {company}", "{agent}\n{company}", "{agent} | Customer Care",
 ]  # fmt: skip
 
 # More ways customers describe each issue ({product}, {noun} as in `vocab.ISSUE_PROBLEMS`).
@@ -401,3 +410,54 @@ PRODUCT_SAYS = [
     "It's the {product}.", "(The {product}, to be exact.)", "This is the {product}.", "Product: {product}.",
     "I mean the {product}.", "The item is the {product}.",
 ]  # fmt: skip
+
+# More ways an agent words an offer; each names the remedy's canonical phrase (how offers are detected).
+OFFER_MORE: dict[str, list[str]] = {
+    "refund": ["You're getting a full refund for the {product}.", "A full refund is on its way to your card.",
+               "I've approved a full refund; expect it in a few days."],
+    "replacement": ["A free replacement {noun} is being packed for you now.", "I've ordered you a free replacement.",
+                    "You'll get a free replacement, shipped today."],
+    "exchange": ["Let's do a free exchange for the right {noun}.", "I've opened a free exchange for you.",
+                 "A free exchange is set up; the label is attached to your case."],
+    "store_credit": ["You now have store credit on your account, good for {valid_days} days.",
+                     "I've put store credit on your profile (valid {valid_days} days).",
+                     "There is now store credit on file for you; it lasts {valid_days} days."],
+    "loyalty_points": ["{amount} loyalty points are now in your account.", "I've topped up your loyalty points by {amount}.",
+                       "You'll see {amount} extra loyalty points on your balance."],
+    "free_shipping": ["You'll find a free shipping voucher in your account ({valid_days} days).",
+                      "I've issued you a free shipping voucher for {valid_days} days.",
+                      "A free shipping voucher is yours for the next {valid_days} days."],
+    "discount_code": ["Your discount code is {code}: {percent}% off, valid {valid_days} days.",
+                      "Use discount code {code} for {percent}% off in the next {valid_days} days.",
+                      "I've sent you a discount code ({code}) worth {percent}% off for {valid_days} days."],
+    "cancellation": ["The order cancellation is confirmed.", "I've completed the order cancellation for you.",
+                     "Your order cancellation for the {product} is done."],
+    "price_adjustment": ["I've made a price adjustment for the {product}.", "A price adjustment is now on your order.",
+                         "You'll get a price adjustment back on your card."],
+    "repair": ["We'll arrange a free repair for the {product}.", "I've booked a free repair; the label is in your email.",
+               "Your {noun} is eligible for a free repair."],
+}  # fmt: skip
+OFFER_PRE = [
+    "",
+    "",
+    "Good news: ",
+    "Thanks for waiting. ",
+    "OK. ",
+    "Right, ",
+    "Thanks for your patience. ",
+    "So, ",
+]
+OFFER_POST = ["", "", " Does that work?", " Hope that helps.", " Sorry again.", " Anything else?", " Is that OK?",
+              " All set.", " Sorry for the hassle.", " Let me know."]  # fmt: skip
+
+# An agent's email asking for one detail.
+EMAIL_ASK_A = [
+    "Could you", "Would you", "Can you", "When you have a moment, could you", "To move this forward, could you",
+    "So I can finish this, could you", "Before I go further, could you",
+]  # fmt: skip
+EMAIL_ASK_B = [
+    " confirm your shipping address", " send a photo of the item", " confirm the order date",
+    " reply with the order number", " send a photo of the label", " tell me which size you ordered",
+    " confirm the email on the account", " describe what happened in a line or two",
+]  # fmt: skip
+EMAIL_ASK_C = ["?", " for me?", " by replying to this email?", " when you can?"]

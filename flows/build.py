@@ -37,10 +37,20 @@ from generator.pipeline import (
 )
 from generator.text.base import TextWriter
 from generator.world import World
-from orgs.bundle import Bundle, data_digest, new_manifest, sha256_file
+from orgs.bundle import (
+    MIN_PART_BYTES,
+    PART_BYTES,
+    Bundle,
+    data_digest,
+    logical_data,
+    new_manifest,
+    sha256_file,
+)
 from schemas.errors import DataFindings, UsageError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
+from validators.fidelity_report import FIDELITY_JSON, fidelity_figures
+from validators.fidelity_report import summary as fidelity_summary
 from validators.findings import Report, ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle, write_report
 
@@ -52,6 +62,20 @@ class StageRunner(Protocol):
     own state and retries (flows/prefect_flow.py), so a failed stage is retried alone."""
 
     async def __call__(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+def timed(stage: StageRunner, spans: dict[str, dict[str, float]]) -> StageRunner:
+    """`stage`, recording each stage's start (epoch seconds, so a benchmark can line its memory samples up
+    with it) and duration in `spans` (the manifest's /timings/stages)."""
+
+    async def run(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        start, t = time.time(), time.perf_counter()
+        try:
+            return await stage(name, fn, *args)
+        finally:
+            spans[name] = {"start": round(start, 3), "seconds": round(time.perf_counter() - t, 3)}
+
+    return run
 
 
 async def run_inline(name: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -146,6 +170,11 @@ def check_options(opts: BuildOptions) -> None:
         raise UsageError(
             f"--per-task must be between 0 (no task instances) and {MAX_PER_TASK:,} (got {opts.per_task})."
         )
+    if not isinstance(opts.part_bytes, int) or not MIN_PART_BYTES <= opts.part_bytes <= PART_BYTES:
+        raise UsageError(
+            f"--part-bytes must be between {MIN_PART_BYTES:,} and {PART_BYTES:,} (got {opts.part_bytes}): an "
+            "object's CSV larger than this is written in parts, and a part must fit one Bulk API 2.0 upload."
+        )
     if opts.answer_format not in ANSWER_FORMATS:
         raise UsageError(f"--answer-format must be scalar or list (got {opts.answer_format}).")
     check_writer_options(opts)
@@ -155,28 +184,30 @@ def check_options(opts: BuildOptions) -> None:
         require_complete_registry()
 
 
-def check_tasks_through_the_org(root: Path) -> dict[str, Any]:
-    """Serve the bundle as the embedded org and re-derive every answer with CRMArena's tool queries (SOQL/SOSL
-    through simple-salesforce over HTTPS); raise TaskCheckFailed on any disagreement."""
-    from orgs.local import connect, disconnect
-    from validators.tasks_soql import check_tasks_via_api
+def check_tasks_through_the_org(root: Path, workers: int | None = None) -> dict[str, Any]:
+    """Re-derive every answer with CRMArena's tool queries (SOQL/SOSL) against the embedded org: all of them
+    against its query engine in process (over `workers` processes; default: by the org's size), and a
+    deterministic 5% sample (at least 10) once more through simple-salesforce over HTTPS
+    (flows/answer_check.py). Raise TaskCheckFailed on any disagreement, or when the two paths differ."""
+    from flows.answer_check import check_answers_through_the_org
 
     t = time.perf_counter()
-    try:
-        result = check_tasks_via_api(root, connect(root))
-    finally:
-        disconnect(root)
-    if result.disagreements:
-        shown = "\n".join(f"  - {d.message}" for d in result.disagreements[:5])
+    result = check_answers_through_the_org(root, workers)
+    problems = [d.message for d in result.disagreements] + result.mismatches
+    if problems:
+        shown = "\n".join(f"  - {m}" for m in problems[:5])
         raise TaskCheckFailed(
-            f"{len(result.disagreements)} task answer(s) differ when re-derived through the org's API "
-            f"(validators/tasks_soql.py):\n{shown}",
-            disagreements=len(result.disagreements),
+            f"{len(problems)} task answer(s) differ when re-derived through the org "
+            f"(validators/tasks_soql.py, flows/answer_check.py):\n{shown}",
+            disagreements=len(problems),
         )
     return {
         "instances": result.instances,
         "queries": result.queries,
+        "workers": result.workers,
+        "http_sample": {"instances": len(result.http_sample), "queries": result.http_queries},
         "seconds": round(time.perf_counter() - t, 3),
+        "steps": result.seconds,
     }
 
 
@@ -234,7 +265,12 @@ async def make_tasks(
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
     await stage("tasks.check", check_task_answers, root)
     api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+    figures = fidelity_figures(
+        root
+    )  # reads the CSVs and task files once: part of the `tasks` summary, not a stage
+    files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
+        "fidelity": fidelity_summary(figures),
         "per_task": task_set.per_task,
         "answer_format": answer_format,
         "api_check": api,
@@ -376,6 +412,7 @@ async def build_bundle(
                 "start": profile.span.start.isoformat(),
                 "end": profile.span.end.isoformat(),
                 "company": profile.company.name,
+                "task_style": profile.task_style,
             },
             opts.seed,
             float(opts.scale),
@@ -394,14 +431,23 @@ async def build_bundle(
     objects: dict[str, dict[str, Any]] = {}
 
     def persist(name: str, frame: pd.DataFrame) -> None:
-        data, latent = bundle.write_object(model.get(name), frame)
-        files[data.path] = data.sha256
+        data, latent = bundle.write_object(model.get(name), frame, opts.part_bytes)
         objects[name] = {"file": data.path, "rows": data.rows, "sha256": data.sha256}
+        if data.parts:  # written in parts: each part is a file of the bundle; the object's entry is logical
+            objects[name]["bytes"] = data.bytes
+            objects[name]["parts"] = [
+                {"file": p.path, "rows": p.rows, "bytes": p.bytes, "sha256": p.sha256} for p in data.parts
+            ]
+            files.update({p.path: p.sha256 for p in data.parts})
+        else:
+            files[data.path] = data.sha256
         if latent is not None:
             files[latent.path] = latent.sha256
 
     rc = RunContext(root, run, make_context(run, model, profile))
-    t_gen = time.perf_counter()
+    spans: dict[str, dict[str, float]] = {}
+    stage = timed(stage, spans)
+    t_gen, t_gen_epoch = time.perf_counter(), time.time()
     steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
     task_info: dict[str, Any] | None = None
     generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
@@ -411,13 +457,15 @@ async def build_bundle(
                 rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
             )
             generation_seconds = time.perf_counter() - t_gen
+            spans["generate"] = {"start": round(t_gen_epoch, 3), "seconds": round(generation_seconds, 3)}
             files.update(await stage("world", write_world, bundle, result.ctx.world))
             shutil.rmtree(root / WORK_DIR, ignore_errors=True)
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
             manifest.update(
                 objects={name: objects[name] for name in model.names},
                 files=dict(sorted(files.items())),
-                data_sha256=data_digest(files),
+                data_sha256=data_digest(logical_data(objects)),
+                data_parts={"max_bytes": opts.part_bytes},
                 counts={name: objects[name]["rows"] for name in model.names},
                 text={"requests": result.text_counts, "regenerated_near_duplicates": result.regenerated},
             )
@@ -465,6 +513,7 @@ async def build_bundle(
                 manifest["status"] = "failed"
             bundle.write_manifest(manifest)
     manifest.update(status="complete", files=dict(sorted(files.items())), tasks=task_info)
+    manifest["timings"]["stages"] = {**manifest["timings"].get("stages", {}), **spans}
     manifest["timings"]["total_seconds"] = round(time.perf_counter() - t_start, 3)
     bundle.write_manifest(manifest)
     root = bundle.publish()

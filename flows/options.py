@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from generator.text.llm import LLMSettings
+from orgs.bundle import PART_BYTES
 
 Engine = Literal["prefect", "local"]
 Runner = Literal["threads", "dask"]
@@ -43,6 +44,7 @@ class BuildOptions:
     dask_memory_limit: str | None = None  # per worker of the local cluster, as Dask reads it ("2GiB")
     per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
     answer_format: AnswerFormat = "scalar"
+    part_bytes: int = PART_BYTES  # an object's CSV larger than this is written in parts (orgs/bundle.py)
     # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
     llm: LLMSettings = field(default=NO_LLM)
 

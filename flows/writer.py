@@ -5,6 +5,7 @@ Kept out of `flows/build.py` so the build stays about stages; `build.py` calls t
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,15 @@ def check_writer_options(opts: BuildOptions) -> None:
 
 
 def _settings(opts: BuildOptions, root: Path | None) -> LLMSettings:
-    """The writer's settings for this build: the options' own, with the run's usage folder."""
+    """The writer's settings for this build: the options' own, with the run's usage folder and, on a Dask
+    cluster, the name under which its workers share --concurrency and --rpm (generator/text/shared.py)."""
     usage_dir = str(root / WORK_DIR / USAGE_DIR) if root is not None else None
-    return replace(opts.llm, usage_dir=usage_dir)
+    shared = None
+    if root is not None and opts.engine == "prefect" and opts.runner == "dask":
+        shared = (
+            f"orgseed-llm-{uuid.uuid4().hex[:16]}"  # this run's; another build on the cluster has its own
+        )
+    return replace(opts.llm, usage_dir=usage_dir, shared_limits=shared)
 
 
 def run_options(opts: BuildOptions, root: Path) -> tuple[tuple[str, Any], ...]:

@@ -77,6 +77,12 @@ class CategoryDef:
     price: float
     peak_months: tuple[int, ...]
     nouns: tuple[str, ...]
+    uses: tuple[str, ...] = ()
+    # product type (noun) → its profile entry: price, grams [lo, hi], materials, features, aka
+    types: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def type_of(self, noun: str) -> dict[str, Any]:
+        return self.types.get(noun, {})
 
 
 @dataclass
@@ -159,7 +165,15 @@ def build_world(profile: Profile, seed: int, scale: float) -> World:
         for k, v in lat["remedies"].items()
     }
     categories = [
-        CategoryDef(n, i, float(v["price"]), tuple(v["peak_months"]), tuple(v["nouns"]))
+        CategoryDef(
+            n,
+            i,
+            float(v["price"]),
+            tuple(v["peak_months"]),
+            tuple(v["types"]) if "types" in v else tuple(v["nouns"]),
+            tuple(v.get("uses", ())),
+            dict(v.get("types", {})),
+        )
         for i, (n, v) in enumerate(list(lat["categories"].items())[: counts["ProductCategory"]])
     ]
     agents, expertise = _agents(profile, seed, counts["User"], len(issues))
@@ -331,8 +345,6 @@ def _products(
     popularity = rng.lognormal(0.0, p["popularity_sigma"], n)
     case_rate = rng.lognormal(0.0, p["case_rate_sigma"], n)
     price_mult = rng.lognormal(0.0, p["price_sigma"], n)
-    base_price = np.array([categories[c].price for c in cat_of]) * price_mult
-    base_price = np.maximum(4.99, np.floor(base_price) + 0.99)
     # Issue profiles: issue weight × category affinity (unlisted issues get 0.35), Dirichlet noise, and
     # a signature issue that takes at least b/(1+b) of the product's cases.
     cat_aff = np.full((n_cat, n_iss), 0.35)
@@ -367,20 +379,61 @@ def _products(
         combos = rng.permutation(n_nouns * 60)[: len(members)]
         noun_idx[members] = combos % n_nouns
         modifier_idx[members] = combos // n_nouns
+    nouns = [categories[c].nouns[k] for c, k in zip(cat_of, noun_idx, strict=True)]
+    # A product type's own list price, where the profile gives one, replaces its category's.
+    type_price = np.array(
+        [
+            float(categories[c].type_of(t).get("price", categories[c].price))
+            for c, t in zip(cat_of, nouns, strict=True)
+        ]
+    )
+    base_price = np.maximum(4.99, np.floor(type_price * price_mult) + 0.99)
     frame = pd.DataFrame(
         {
             "category_idx": cat_of,
             "category": [categories[c].name for c in cat_of],
-            "noun": [categories[c].nouns[k] for c, k in zip(cat_of, noun_idx, strict=True)],
+            "noun": nouns,
             "modifier_idx": modifier_idx,
             "popularity": popularity,
             "case_rate": case_rate,
             "base_price": base_price,
             "signature_issue": signature,
             "season_shift": shift,
+            **_attributes(seed, [categories[c] for c in cat_of], nouns),
         }
     )
     return frame, probs, season
+
+
+def _round_grams(g: float) -> int:
+    """Weights as a product page states them: to 5 g below 1 kg, 50 g below 5 kg, whole kilograms above."""
+    step = 5 if g < 1000 else 50 if g < 5000 else 1000
+    return int(max(step, round(g / step) * step))
+
+
+def _attributes(seed: int, cats: list[CategoryDef], nouns: list[str]) -> dict[str, list[Any]]:
+    """Per product: weight in grams, material and two features, drawn from its type's ranges in the profile.
+
+    Products of a type without a profile entry get empty attributes (the writer then describes the category).
+    A stream of its own, so the attributes never shift the other product draws.
+    """
+    rng = np_rng(seed, "world", "product_attributes")
+    grams: list[Any] = []
+    material: list[str] = []
+    features: list[str] = []
+    for cat, noun in zip(cats, nouns, strict=True):
+        t = cat.type_of(noun)
+        if not t:
+            grams.append(None)
+            material.append("")
+            features.append("")
+            continue
+        lo, hi = (float(x) for x in t["grams"])
+        grams.append(_round_grams(float(np.exp(rng.uniform(np.log(lo), np.log(hi))))))
+        material.append(str(t["materials"][int(rng.integers(0, len(t["materials"])))]))
+        pick = sorted(rng.choice(len(t["features"]), size=2, replace=False).tolist())
+        features.append("; ".join(str(t["features"][k]) for k in pick))
+    return {"weight_grams": grams, "material": material, "features": features}
 
 
 def _regions(profile: Profile, seed: int, n_states: int, n_years: int) -> np.ndarray:

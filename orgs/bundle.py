@@ -3,6 +3,7 @@
 ```
 <root>/manifest.json          format, profile, seed, scale, writer, counts, per-file SHA-256, timings
 <root>/data/<Object>.csv      header = API field names; Salesforce value formats; empty = null
+<root>/data/<Object>/part-NNNNN.csv   the same, in parts, for an object whose CSV passes the part size
 <root>/latent/<name>.csv|json the hidden variables (never uploaded)
 <root>/tasks/                 task instances, schema config, ground truth
 <root>/reports/               validation findings, audits, LLM usage
@@ -11,6 +12,18 @@
 
 Writing never drops a column: a frame must hold every field of its object (columns starting with `_` are
 latent and go to `latent/`). Reading names the file and line of anything it cannot parse.
+
+Parts. An object whose CSV would be larger than the part size (`PART_BYTES`, 100,000,000 bytes: within Bulk
+API 2.0's 150 MB per upload and simple-salesforce's 100 MiB, so each part is one upload) is written as
+`data/<Object>/part-00001.csv`, `part-00002.csv`, ...: each part a whole CSV (the header, then whole rows,
+in record order), at most the part size (a part exceeds it only when one row alone does), the parts numbered
+from 1 without gaps. The manifest's `/objects/<Object>` lists the parts (`parts`: file, rows, bytes, sha256);
+`/files` lists each part. `data_sha256` is over the logical records: for every object, its name and the
+SHA-256 of its records as one CSV (the header once, then every row in order) — for a single-file object,
+that file's SHA-256; for a parted object, what the single file would hash to. So the layout never changes
+`data_sha256`, and neither do shard or worker counts (the records do not depend on them). Readers read
+both layouts (`data_files`, `read_raw`); a part missing, a stray file among the parts, or both layouts of
+one object present is one BundleError naming the file.
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable
@@ -44,6 +58,10 @@ from schemas.model import ObjectSpec, OrgModel
 FORMAT = "orgseed-bundle"
 FORMAT_VERSION = 1
 TOOL_VERSION = "0.1.0"
+PART_BYTES = 100_000_000  # the largest part: one Bulk API 2.0 upload (150 MB; simple-salesforce: 100 MiB)
+MIN_PART_BYTES = 4096
+PART_RE = re.compile(r"part-([0-9]{5})\.csv")
+MAX_PARTS = 99_999
 
 
 class BundleError(Terminal):
@@ -56,6 +74,14 @@ class FileEntry:
     sha256: str
     bytes: int
     rows: int | None = None
+    # a parted object's data: its parts; `path` is then the logical data/<Object>.csv and `sha256` the hash of
+    # its records as one CSV (see the module's docstring)
+    parts: tuple[FileEntry, ...] = ()
+
+
+def part_rel(sobject: str, number: int) -> str:
+    """The bundle path of part `number` (from 1) of `sobject`'s data."""
+    return f"data/{sobject}/part-{number:05d}.csv"
 
 
 def sha256_file(path: Path, root: Path | None = None) -> str:
@@ -172,12 +198,36 @@ def load_json_bounded(text: str, label: str) -> Any:
 
 
 def data_digest(entries: dict[str, str]) -> str:
-    """One hash over the data files (name and content hash), in name order."""
+    """One hash over the data (name and content hash), in name order. `entries` maps `data/<Object>.csv` to
+    the hash of the object's records as one CSV (`logical_data`); a bundle without parts may pass its /files.
+    Part files (`data/<Object>/...`) are never hashed here: their object's logical entry stands for them."""
     h = hashlib.sha256()
     for name in sorted(entries):
-        if name.startswith("data/"):
+        if name.startswith("data/") and "/" not in name[len("data/") :]:
             h.update(f"{name}\0{entries[name]}\n".encode())
     return h.hexdigest()
+
+
+def logical_data(objects: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """`data/<Object>.csv` -> the SHA-256 of its records as one CSV, from the manifest's /objects."""
+    return {f"data/{name}.csv": str(entry["sha256"]) for name, entry in objects.items()}
+
+
+def split_rows(header: bytes, rows: list[bytes], limit: int) -> list[list[bytes]]:
+    """`rows` (each a CSV row's bytes) grouped in order into parts of at most `limit` bytes with the header;
+    a row too large for any part is a part of its own."""
+    parts: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = len(header)
+    for row in rows:
+        if current and size + len(row) > limit:
+            parts.append(current)
+            current, size = [], len(header)
+        current.append(row)
+        size += len(row)
+    if current or not parts:
+        parts.append(current)
+    return parts
 
 
 def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
@@ -219,8 +269,17 @@ def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
 def _to_csv_bytes(frame: pd.DataFrame) -> bytes:
     """RFC 4180 CSV (minimal quoting, LF line ends, empty for null) via the C csv writer, which is ~3×
     faster than DataFrame.to_csv on text-heavy frames."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    return "".join(_csv_lines(frame)).encode("utf-8")
+
+
+def _csv_lines(frame: pd.DataFrame) -> list[str]:
+    """The CSV of `frame` as the header's text, then each row's (the C writer writes one row per call)."""
+    lines: list[str] = []
+
+    class Sink:
+        write = lines.append
+
+    writer = csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow([str(c) for c in frame.columns])
     columns = []
     for c in frame.columns:
@@ -230,7 +289,7 @@ def _to_csv_bytes(frame: pd.DataFrame) -> bytes:
             values = ["" if v is None or (isinstance(v, float) and v != v) else v for v in values]
         columns.append(values)
     writer.writerows(zip(*columns, strict=True))
-    return buf.getvalue().encode("utf-8")
+    return lines
 
 
 def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -355,6 +414,8 @@ class Bundle:
         self.root = Path(root)
         self.target: Path | None = None  # a staged bundle's final place (see `prepare` and `publish`)
         self.resumed: dict[str, Any] | None = None  # the staged manifest `prepare` resumes from
+        # per parted object read by `read_raw`: (part file, first logical line, offset to the part's line)
+        self._spans: dict[str, list[tuple[str, int, int]]] = {}
 
     # -- layout ------------------------------------------------------------------------------------------
 
@@ -461,17 +522,55 @@ class Bundle:
         os.replace(tmp, path)
         return FileEntry(rel, hashlib.sha256(data).hexdigest(), len(data))
 
-    def write_object(self, spec: ObjectSpec, frame: pd.DataFrame) -> tuple[FileEntry, FileEntry | None]:
-        """Write data/<Object>.csv and, when the frame has latent columns, latent/<Object>.csv."""
+    def write_object(
+        self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int = PART_BYTES
+    ) -> tuple[FileEntry, FileEntry | None]:
+        """Write data/<Object>.csv — or, when it would pass `part_bytes`, data/<Object>/part-NNNNN.csv (see
+        the module's docstring) — and, when the frame has latent columns, latent/<Object>.csv. The data entry
+        of a parted object is its logical entry, with the parts in `parts`."""
         data = format_frame(spec, frame)
-        entry = self._write_bytes(f"data/{spec.name}.csv", _to_csv_bytes(data))
-        entry = FileEntry(entry.path, entry.sha256, entry.bytes, len(data))
+        lines = _csv_lines(data)
+        whole = "".join(lines).encode("utf-8")
+        entry = self._write_data(spec.name, whole, lines, len(data), part_bytes)
         latent_entry = None
         if any(str(c).startswith("_") for c in frame.columns):
             latent = _latent_frame(frame)
             latent_entry = self._write_bytes(f"latent/{spec.name}.csv", _to_csv_bytes(latent))
             latent_entry = FileEntry(latent_entry.path, latent_entry.sha256, latent_entry.bytes, len(latent))
         return entry, latent_entry
+
+    def _write_data(
+        self, sobject: str, whole: bytes, lines: list[str], rows: int, part_bytes: int
+    ) -> FileEntry:
+        single = self.data_path(sobject)
+        folder = self.root / "data" / sobject
+        # a staged folder may hold the other layout from an earlier attempt (orgseed's own files only)
+        if folder.is_dir() and not folder.is_symlink():
+            for old in folder.iterdir():
+                if PART_RE.fullmatch(old.name) and old.is_file():
+                    old.unlink()
+        if len(whole) <= part_bytes:
+            if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+                folder.rmdir()
+            entry = self._write_bytes(f"data/{sobject}.csv", whole)
+            return FileEntry(entry.path, entry.sha256, entry.bytes, rows)
+        if single.is_file() and not single.is_symlink():
+            single.unlink()
+        header = lines[0].encode("utf-8")
+        groups = split_rows(header, [line.encode("utf-8") for line in lines[1:]], part_bytes)
+        if len(groups) > MAX_PARTS:
+            raise BundleError(
+                f"{sobject} would need {len(groups):,} parts of {part_bytes:,} bytes (at most {MAX_PARTS:,}); "
+                "choose a larger part size.",
+                sobject=sobject,
+            )
+        parts = []
+        for number, group in enumerate(groups, start=1):
+            part = self._write_bytes(part_rel(sobject, number), header + b"".join(group))
+            parts.append(FileEntry(part.path, part.sha256, part.bytes, len(group)))
+        return FileEntry(
+            f"data/{sobject}.csv", hashlib.sha256(whole).hexdigest(), len(whole), rows, tuple(parts)
+        )
 
     def write_frame(self, rel: str, frame: pd.DataFrame) -> FileEntry:
         f = frame.copy()
@@ -550,35 +649,185 @@ class Bundle:
                 )
         return problems
 
+    def _listed_parts(self, sobject: str) -> int | None:
+        """How many parts the manifest lists for `sobject` (0: it lists the single file; None: it says nothing
+        readable about the object)."""
+        try:
+            manifest = self.read_manifest()
+        except BundleError:
+            return None
+        objects = manifest.get("objects")
+        entry = objects.get(sobject) if isinstance(objects, dict) else None
+        if not isinstance(entry, dict):
+            return None
+        parts = entry.get("parts")
+        if parts is None:
+            return 0
+        return len(parts) if isinstance(parts, list) else None
+
+    def data_files(self, sobject: str) -> list[Path]:
+        """The files holding `sobject`'s records, in record order: [data/<Object>.csv], or its parts.
+
+        BundleError naming the file when the layout is broken: no data, both layouts present, a stray file
+        among the parts, a part missing (a gap in the numbers, or fewer parts than the manifest lists), or a
+        layout other than the one the manifest lists."""
+        single = self.data_path(sobject)
+        folder = self.root / "data" / sobject
+        has_single = single.exists() or single.is_symlink()
+        has_folder = folder.exists() or folder.is_symlink()
+        listed = self._listed_parts(sobject)
+        if has_single and has_folder:
+            raise BundleError(
+                f"{single} and {folder}/ both hold {sobject}'s records; a bundle holds an object in one layout "
+                f"(one file, or parts). Remove the one manifest.json does not list under /objects/{sobject}, "
+                "or rebuild the bundle.",
+                file=str(folder if listed == 0 else single),
+                sobject=sobject,
+            )
+        if not has_folder:
+            if listed:
+                missing = self.root / part_rel(sobject, 1)
+                raise BundleError(
+                    f"{missing} is missing: manifest.json lists {listed} part(s) of {sobject} under "
+                    f"/objects/{sobject}/parts. Restore the parts or rebuild the bundle.",
+                    file=str(missing),
+                    sobject=sobject,
+                )
+            if not has_single:
+                raise BundleError(
+                    f"{single} is missing; the bundle has no data for {sobject}.", file=str(single)
+                )
+            return [single]
+        if folder.is_symlink() or not folder.is_dir():
+            raise BundleError(
+                f"{folder} is not a folder of parts; orgseed writes {sobject}'s parts as "
+                f"{folder}/part-00001.csv, .... Rebuild the bundle.",
+                file=str(folder),
+                sobject=sobject,
+            )
+        if listed == 0:
+            raise BundleError(
+                f"{folder}/ holds parts of {sobject} but manifest.json lists the single file data/{sobject}.csv "
+                f"under /objects/{sobject}. Remove the folder or rebuild the bundle.",
+                file=str(folder),
+                sobject=sobject,
+            )
+        numbers: dict[int, Path] = {}
+        for entry in sorted(folder.iterdir()):
+            m = PART_RE.fullmatch(entry.name)
+            if m is None or int(m.group(1)) == 0:
+                raise BundleError(
+                    f"{entry} is not a part of {sobject} (parts are named part-00001.csv, part-00002.csv, ... "
+                    "from 1); a bundle's part folders hold nothing else. Move it away or rebuild the bundle.",
+                    file=str(entry),
+                    sobject=sobject,
+                )
+            numbers[int(m.group(1))] = entry
+        expected = listed if listed is not None else max(numbers, default=0)
+        for n in range(1, expected + 1):
+            if n not in numbers:
+                missing = self.root / part_rel(sobject, n)
+                raise BundleError(
+                    f"{missing} is missing ({sobject} has {expected} part(s)"
+                    + (" in manifest.json" if listed is not None else "")
+                    + "); restore it or rebuild the bundle.",
+                    file=str(missing),
+                    sobject=sobject,
+                )
+        stray = sorted(n for n in numbers if n > expected)
+        if stray:
+            raise BundleError(
+                f"{numbers[stray[0]]} is a stray part: manifest.json lists {expected} part(s) of {sobject} under "
+                f"/objects/{sobject}/parts. Move it away or rebuild the bundle.",
+                file=str(numbers[stray[0]]),
+                sobject=sobject,
+            )
+        if not numbers:
+            raise BundleError(
+                f"{folder}/ holds no parts; the bundle has no data for {sobject}. Rebuild the bundle.",
+                file=str(folder),
+                sobject=sobject,
+            )
+        return [numbers[n] for n in range(1, expected + 1)]
+
+    def has_data(self, sobject: str) -> bool:
+        """Whether the bundle holds records of `sobject` in either layout (not whether they are readable)."""
+        single = self.data_path(sobject)
+        return single.exists() or single.is_symlink() or (self.root / "data" / sobject).exists()
+
+    def locate(self, sobject: str, line: int) -> tuple[str, int]:
+        """The file (relative to the root) and line of line `line` of `sobject`'s records as `read_raw` numbered
+        them: for a single file, that file and line; for parts, the part holding it and its line there."""
+        spans = self._spans.get(sobject)
+        if not spans:
+            return f"data/{sobject}.csv", line
+        rel, _first, offset = spans[0]
+        for candidate in spans:
+            if candidate[1] <= line:
+                rel, _first, offset = candidate
+        return rel, line - offset
+
     def read_raw(self, sobject: str, spec: ObjectSpec | None = None) -> pd.DataFrame:
-        """data/<Object>.csv as strings (None for empty); a `_line` column holds each row's line number.
+        """data/<Object>.csv (or its parts, in order) as strings (None for empty); a `_line` column holds each
+        row's line number. For parts, lines count as if the parts were one file (the header once): `locate`
+        turns such a line into the part and its line.
 
         Raises BundleError naming the file and line when the CSV is malformed: a row with the wrong number
-        of cells, an unterminated quote, or a header that differs from the model.
+        of cells, an unterminated quote, or a header that differs from the model; or naming the file when the
+        layout is broken (`data_files`).
         """
-        path = self.data_path(sobject)
-        if not path.exists():
-            raise BundleError(f"{path} is missing; the bundle has no data for {sobject}.", file=str(path))
+        paths = self.data_files(sobject)
 
-        def check_header(header: list[str]) -> None:
-            if spec is None or header == spec.field_names:
-                return
-            missing = [f for f in spec.field_names if f not in header]
-            extra = [h for h in header if h not in spec.field_names]
-            detail = []
-            if missing:
-                detail.append(f"missing column(s) {', '.join(missing)}")
-            if extra:
-                detail.append(f"unknown column(s) {', '.join(extra)}")
-            if not detail:
-                detail.append("columns are out of model order")
-            raise BundleError(
-                f"{path}:1: header does not match the model of {sobject}: {'; '.join(detail)}.",
-                file=str(path),
-                line=1,
-            )
+        def check_header(path: Path) -> Callable[[list[str]], None]:
+            def check(header: list[str]) -> None:
+                if spec is None or header == spec.field_names:
+                    return
+                missing = [f for f in spec.field_names if f not in header]
+                extra = [h for h in header if h not in spec.field_names]
+                detail = []
+                if missing:
+                    detail.append(f"missing column(s) {', '.join(missing)}")
+                if extra:
+                    detail.append(f"unknown column(s) {', '.join(extra)}")
+                if not detail:
+                    detail.append("columns are out of model order")
+                raise BundleError(
+                    f"{path}:1: header does not match the model of {sobject}: {'; '.join(detail)}.",
+                    file=str(path),
+                    line=1,
+                )
 
-        return read_csv_lines(path, str(path), check_header, root=self.root)
+            return check
+
+        if len(paths) == 1 and paths[0] == self.data_path(sobject):
+            self._spans.pop(sobject, None)
+            single = read_csv_lines(paths[0], str(paths[0]), check_header(paths[0]), root=self.root)
+            single.attrs = {}
+            return single
+        frames = []
+        spans: list[tuple[str, int, int]] = []
+        offset = 0
+        header: list[str] | None = None
+        for path in paths:
+            frame = read_csv_lines(path, str(path), check_header(path), root=self.root)
+            columns = [c for c in frame.columns if c != "_line"]
+            if header is None:
+                header = columns
+            elif columns != header:
+                raise BundleError(
+                    f"{path}:1: the header differs from the first part's ({paths[0]}); every part of an "
+                    "object has the same header. Rebuild the bundle.",
+                    file=str(path),
+                    line=1,
+                )
+            spans.append((path.relative_to(self.root).as_posix(), offset + 2, offset))
+            frame["_line"] = frame["_line"] + offset
+            offset += int(frame.attrs.get("lines", 1)) - 1
+            frames.append(frame)
+        self._spans[sobject] = spans
+        out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        out.attrs = {}
+        return out
 
     def read_object(self, spec: ObjectSpec) -> pd.DataFrame:
         """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
@@ -697,4 +946,5 @@ def read_csv_lines(
     frame = pd.DataFrame(rows, columns=header, dtype=object)
     frame = frame.where(frame != "", None)
     frame["_line"] = lines
+    frame.attrs["lines"] = reader.line_num  # the file's physical lines (how parts' lines are numbered on)
     return frame

@@ -141,6 +141,7 @@ RULES: dict[str, Rule] = {
             _E,
             "two texts of the same field are near-duplicates (Jaccard >= 0.5 on word 3-shingles)",
         ),
+        Rule("text.zero-price", _E, "a text states a purchase at no cost ($0.00)"),
         Rule("text.product-missing", _E, "a case's subject and description do not name its product"),
         Rule("text.policy-window", _E, "a policy article does not state an allowed remedy with its window"),
         Rule("text.policy-unknown-remedy", _E, "a policy names a remedy that has no canonical phrase"),

@@ -8,7 +8,8 @@ Everything that can be read is still checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from validators.findings import Finding, finding
 
 LATENT_OBJECTS = ("Case", "EmailMessage", "Issue__c", "Knowledge__kav")
 POLICIES = "latent/world/policies.json"
+_DATA_FILE = re.compile(r"data/([^/]+)\.csv")
 
 
 @dataclass
@@ -36,10 +38,20 @@ class BundleData:
     latent: dict[str, pd.DataFrame] = field(default_factory=dict)
     policies: dict[str, Any] | None = None
     problems: list[Finding] = field(default_factory=list)
+    bundle: Bundle | None = None  # what read the data: it knows which part holds a line of a parted object
 
     @staticmethod
     def data_file(sobject: str) -> str:
         return f"data/{sobject}.csv"
+
+    def relocate(self, f: Finding) -> Finding:
+        """`f` with a line of a parted object's records (`data/<Object>.csv:N`, lines counted as if the parts
+        were one file) pointed at the part holding it and the line there."""
+        m = _DATA_FILE.fullmatch(f.file or "")
+        if m is None or f.line is None or self.bundle is None:
+            return f
+        rel, line = self.bundle.locate(m.group(1), int(f.line))
+        return f if rel == f.file else replace(f, file=rel, line=line)
 
     @staticmethod
     def latent_file(sobject: str) -> str:
@@ -57,8 +69,8 @@ def load_bundle(
     root: Path | str, profile: str | Profile | None = None, model: OrgModel | None = None
 ) -> BundleData:
     root = Path(root)
-    data = BundleData(root=root, model=model or load_model())
     bundle = Bundle(root)
+    data = BundleData(root=root, model=model or load_model(), bundle=bundle)
     try:
         data.manifest = bundle.read_manifest()
     except BundleError as exc:
@@ -77,7 +89,7 @@ def load_bundle(
                     "bundle.csv",
                     str(exc),
                     object=spec.name,
-                    file=data.data_file(spec.name),
+                    file=_relative(root, getattr(exc, "file", None)) or data.data_file(spec.name),
                     line=getattr(exc, "line", None),
                 )
             )
@@ -118,6 +130,20 @@ def load_bundle(
                     )
                 )
     return data
+
+
+def _relative(root: Path, file: str | None) -> str | None:
+    """`file` (as a BundleError names it) relative to the bundle root; None when it is elsewhere."""
+    if not file:
+        return None
+    path = Path(file)
+    try:
+        return (path if not path.is_absolute() else path.relative_to(root)).as_posix()
+    except ValueError:
+        try:
+            return path.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return None
 
 
 def _check_files(root: Path, manifest: dict[str, Any]) -> list[Finding]:

@@ -67,7 +67,7 @@ def _validate(root: Path | str, profile: str | Profile | None, model: OrgModel |
             findings.extend(check(data))
             report.timings[name] = round(time.perf_counter() - t, 4)
         report.skipped.extend(_skipped(data))
-    unique = list(dict.fromkeys(findings))
+    unique = list(dict.fromkeys(data.relocate(f) for f in findings))
     report.findings = sorted(drop_covered(unique), key=_order)
     report.records = data.records
     report.objects = {name: len(frame) for name, frame in data.raw.items()}

@@ -196,11 +196,10 @@ def _times(series: pd.Series) -> np.ndarray:
 
 
 def _read(bundle: Bundle, name: str) -> pd.DataFrame:
-    """data/<name>.csv with the columns this module uses, typed; empty when the file is absent."""
+    """data/<name>.csv (or its parts) with the columns this module uses, typed; empty when there is no data."""
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
-    path = bundle.data_path(name)
-    if path.exists():
+    if bundle.has_data(name):
         raw = bundle.read_raw(name)
         raw = raw[[c for c in columns if c in raw.columns]].copy()
     else:

@@ -44,6 +44,7 @@ from schemas.textrules import (
     offered,
     states_window,
     truncation,
+    zero_price,
 )
 from validators import fidelity
 from validators.findings import Finding, finding, show
@@ -60,6 +61,7 @@ __all__ = [
     "near_duplicates",
     "offered",
     "truncation",
+    "zero_prices",
 ]
 
 NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
@@ -80,6 +82,7 @@ def check_text(data: BundleData) -> list[Finding]:
     out.extend(_presence(data.raw, data.model))
     out.extend(_controls(data.raw))
     out.extend(_doublings(data.raw))
+    out.extend(zero_prices(data.raw))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
     out.extend(_policies(data))
@@ -185,6 +188,32 @@ def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                     line=line,
                 )
             )
+    return out
+
+
+def zero_prices(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    """Every written text that states a purchase at no cost ("$0.00"): a template fed a missing price."""
+    out = []
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None or spec.field not in frame.columns:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            amount = zero_price(str(text)) if isinstance(text, str) else None
+            if amount:
+                out.append(
+                    finding(
+                        "text.zero-price",
+                        f"{spec.sobject} {rid}: `{spec.field}` says the item cost {amount}; nothing is sold "
+                        "for nothing, so the writer was given no price. Pass the order item's UnitPrice "
+                        "and rebuild.",
+                        object=spec.sobject,
+                        record=rid,
+                        field=spec.field,
+                        file=_file(spec.sobject),
+                        line=line,
+                    )
+                )
     return out
 
 

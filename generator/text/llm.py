@@ -25,6 +25,7 @@ A record that still fails is listed in the usage report, and fails the build unl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import json
@@ -49,6 +50,7 @@ from generator.text.checks import check, norm
 from generator.text.limits import AdaptiveGate, StallBreaker, backoff, first_of, retry_after_seconds
 from generator.text.offline import OfflineWriter
 from generator.text.render import Prompt, PromptEnv, render
+from generator.text.shared import SharedLimits
 from generator.text.usage import Usage
 from schemas.errors import OrgseedError, Terminal, Transient
 
@@ -182,6 +184,9 @@ class LLMSettings:
     backoff_base: float = 1.0
     backoff_max: float = 30.0
     limit_window_seconds: float = 60.0  # the window of --rpm/--tpm (tests shorten it)
+    # set by the build for --runner dask: the name under which every worker's writer shares --concurrency and
+    # --rpm through the Dask scheduler (generator/text/shared.py); None: this process's own limits only
+    shared_limits: str | None = None
 
     def options(self) -> tuple[tuple[str, Any], ...]:
         """As `RunSpec.writer_options`: hashable, picklable, and without any secret."""
@@ -495,6 +500,8 @@ class _Engine:
         self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orgseed-llm-cache")
         self.thread = threading.Thread(target=self._run, name="orgseed-llm", daemon=True)
         self.thread.start()
+        # the run's cluster-wide limits, joined here (the calling thread: in a Dask worker, the task's)
+        self.shared = SharedLimits.join(s.shared_limits, s.concurrency, s.rpm, s.limit_window_seconds)
         self.cache: ResponseCache | None = None
         if s.use_cache:
             self.cache = self.db.submit(ResponseCache, s.cache_path()).result()
@@ -552,6 +559,8 @@ class _Engine:
     async def _shutdown(self) -> None:
         self.watchdog.cancel()
         self.flusher.cancel()
+        if self.shared is not None:
+            self.shared.close()
         await self.flush()
         if self.client is not None:
             await self.client.close()
@@ -964,7 +973,8 @@ class LLMWriter(TextWriter):
 
         e = self._e
         await self._wait_pause()
-        async with e.gate.slot() as slot:
+        shared = e.shared.slot() if e.shared is not None else contextlib.nullcontext()
+        async with e.gate.slot() as slot, shared:
             if mode != self.mode:
                 raise _FormatUnsupported()  # another request found the format unsupported meanwhile
             if e.rpm is not None:

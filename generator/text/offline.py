@@ -49,6 +49,14 @@ def _listed(items: Sequence[str]) -> str:
     return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+def weight_text(grams: int) -> str:
+    """`280 grams`, `1.25 kg`, `16 kg`: a weight as a product page would state it."""
+    if grams < 1000:
+        return f"{grams} grams"
+    kg = f"{grams / 1000:.2f}".rstrip("0").rstrip(".")
+    return f"{kg} kg"
+
+
 def _title(key: str) -> str:
     return key.replace("_", " ").title()
 
@@ -90,21 +98,26 @@ class OfflineWriter(TextWriter):
 
     def _product(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         name = product_name(str(f["noun"]), int(f["modifier_index"]))
-        feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
-        a, b = rng.sample(feats, 2)
-        use = rng.choice(vocab.PRODUCT_USES)
+        if f.get("features"):
+            a, b = (str(x) for x in f["features"][:2])
+        else:
+            feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
+            a, b = rng.sample(feats, 2)
+        use = rng.choice(list(f.get("uses") or vocab.PRODUCT_USES))
         first = rng.choice(vocab.PRODUCT_TEMPLATES).format(
             name=name, use=use, a=a, b=b, a_cap=a[:1].upper() + a[1:], noun_lower=str(f["noun"]).lower()
         )
         c1, c2, c3 = rng.sample(vocab.COLOURS, 3)
         extras = rng.sample(vocab.PRODUCT_EXTRAS, 2)
+        grams = int(f.get("weight_grams") or rng.randrange(60, 900, 5))
         fill = {
             "colour": c1,
             "colour2": c2,
             "colour3": c3,
             "season": rng.choice(vocab.SEASONS_WORD),
             "rating": f"{rng.uniform(3.9, 4.9):.1f}",
-            "weight": rng.randrange(60, 900, 5),
+            "weight": weight_text(grams),
+            "material": str(f.get("material") or "durable materials"),
             "city": rng.choice(vocab.TEAM_CITIES),
             "pct": rng.randrange(20, 90, 5),
         }

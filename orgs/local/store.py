@@ -156,15 +156,16 @@ class Store:
 def _fingerprint(bundle: Bundle, model: OrgModel) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for spec in model:
-        path = bundle.data_path(spec.name)
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            raise BundleError(
-                f"{path} is missing; the bundle has no data for {spec.name}. Rebuild the bundle.",
-                file=str(path),
-            ) from None
-        out[spec.name] = [st.st_size, st.st_mtime_ns]
+        out[spec.name] = []
+        for path in bundle.data_files(spec.name):  # the file, or its parts in order
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                raise BundleError(
+                    f"{path} is missing; the bundle has no data for {spec.name}. Rebuild the bundle.",
+                    file=str(path),
+                ) from None
+            out[spec.name] += [st.st_size, st.st_mtime_ns]
     return out
 
 

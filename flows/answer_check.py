@@ -1,0 +1,137 @@
+"""The build's third answer check: every task answer re-derived with CRMArena's tool queries against the org.
+
+`validators/tasks_soql.py` composes the tools over any simple-salesforce-shaped client. For a build, the
+client is the embedded org's query engine called in this process (`orgs.local.inprocess.InProcessClient`):
+HTTP was most of the check's cost (scale 10: 28.5 s of HTTPS for 3,029 queries, against ~6.5 s in
+process). The instances are split over worker processes when the org is large enough for the start-up of
+a worker to pay (`workers`), and a deterministic sample of them (`http_sample`: 5%, at least 10) is
+re-derived once more through the served org over HTTPS with the real simple-salesforce client, so the
+wire path is still exercised on every build; any difference between the two is a finding, as is any
+answer that differs from the recorded one.
+
+Only the outcome (verdicts, counts) depends on the data; which worker checked what never shows in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HTTP_SHARE = 0.05  # of the instances re-derived over HTTP as well
+HTTP_MIN = 10
+MAX_WORKERS = 4
+PARALLEL_FROM_CASES = 20_000  # below this many cases a worker's start-up (~1.5 s) costs more than it saves
+
+
+@dataclass
+class ApiCheckResult:
+    instances: int
+    queries: int
+    workers: int
+    http_sample: list[int]
+    http_queries: int
+    disagreements: list[Any] = field(default_factory=list)  # validators.tasks_soql.SoqlDisagreement
+    mismatches: list[str] = field(default_factory=list)  # in-process and HTTP outcomes that differ
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def http_sample(idxs: Sequence[int], share: float = HTTP_SHARE, minimum: int = HTTP_MIN) -> list[int]:
+    """The instances also checked over HTTP: `share` of them (at least `minimum`), chosen by a hash of the
+    idx (the same instances on every run of the same tasks, spread over every task), in idx order."""
+    n = min(len(idxs), max(minimum, math.ceil(share * len(idxs))))
+    ranked = sorted(idxs, key=lambda i: hashlib.sha256(f"orgseed.http-sample.{i}".encode()).hexdigest())
+    return sorted(ranked[:n])
+
+
+def default_workers(root: Path) -> int:
+    """One process for small orgs; up to MAX_WORKERS (and the machine's cores) for large ones."""
+    from orgs.bundle import Bundle
+
+    cases = int((Bundle(root).read_manifest().get("counts") or {}).get("Case", 0))
+    if cases < PARALLEL_FROM_CASES:
+        return 1
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+def _partition(lines: list[dict[str, Any]], parts: int) -> list[list[int]]:
+    """Contiguous runs of instances grouped by task (a worker's query cache then serves its task's repeats)."""
+    ordered = sorted(lines, key=lambda g: (str(g["task"]), int(g["idx"])))
+    size = math.ceil(len(ordered) / parts) if ordered else 0
+    return [[int(g["idx"]) for g in ordered[i : i + size]] for i in range(0, len(ordered), size or 1)]
+
+
+def check_in_process(root: Path | str, only: Sequence[int] | None = None) -> Any:
+    """Re-derive instances (`only`, else all) against the org's engine in this process (a worker's job)."""
+    from orgs.local.engine import LocalOrg
+    from orgs.local.inprocess import InProcessClient
+    from validators.tasks_soql import check_tasks_via_api
+
+    org = LocalOrg(root)
+    try:
+        return check_tasks_via_api(root, InProcessClient(org), only=only)
+    finally:
+        org.close()
+
+
+def check_answers_through_the_org(
+    root: Path, workers: int | None = None, share: float = HTTP_SHARE, minimum: int = HTTP_MIN
+) -> ApiCheckResult:
+    """Every instance in process (over `workers` processes), then the HTTP sample through the served org."""
+    from orgs.local import connect, disconnect
+    from orgs.local.store import Store
+    from validators.tasks_soql import check_tasks_via_api, ground_truth_lines
+
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    Store.open(root).close()  # built once here, before any worker opens it
+    seconds["store"] = round(time.perf_counter() - t, 3)
+    lines = ground_truth_lines(root)
+    workers = default_workers(root) if workers is None else max(1, workers)
+    parts = _partition(lines, workers) if workers > 1 else []
+    t = time.perf_counter()
+    if len(parts) > 1:
+        # spawn, not fork: the build may hold threads (Prefect, the writer) that a forked child would inherit
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
+            results = list(pool.map(check_in_process, [root] * len(parts), parts))
+    else:
+        results = [check_in_process(root)]
+    seconds["in_process"] = round(time.perf_counter() - t, 3)
+    outcomes: dict[int, tuple[Any, bool]] = {}
+    disagreements = []
+    for r in results:
+        outcomes.update(r.outcomes)
+        disagreements += r.disagreements
+    disagreements.sort(key=lambda d: d.idx)
+    sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
+    t = time.perf_counter()
+    try:
+        over_http = check_tasks_via_api(root, connect(root), only=sample)
+    finally:
+        disconnect(root)
+    seconds["http_sample"] = round(time.perf_counter() - t, 3)
+    mismatches = [
+        f"idx {i}: in process the org's tools give {outcomes.get(i)!r} (answer, tie) but over HTTP "
+        f"{over_http.outcomes.get(i)!r}; the embedded org's engine and its REST API disagree "
+        "(orgs/local/inprocess.py, orgs/local/api.py)."
+        for i in sample
+        if outcomes.get(i) != over_http.outcomes.get(i)
+    ]
+    return ApiCheckResult(
+        instances=len(lines),
+        queries=sum(r.queries for r in results),
+        workers=max(1, len(parts)),
+        http_sample=sample,
+        http_queries=over_http.queries,
+        disagreements=disagreements,
+        mismatches=mismatches,
+        seconds=seconds,
+    )

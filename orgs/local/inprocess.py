@@ -1,0 +1,75 @@
+"""The embedded org's query engine behind the slice of simple-salesforce's interface that readers use.
+
+`InProcessClient(org)` answers `query`, `query_more`, `query_all` and `search` by calling `LocalOrg`
+directly: no server, no socket, no TLS, no HTTP parsing. It is what the build's answer check
+(`validators/tasks_soql.py` through `orgs/crmarena_tools.Connector`) talks to, since at scale most of that
+check's time went to HTTP; a deterministic sample of the instances still goes over HTTP (flows/build.py),
+and the tests compare the two on whole bundles.
+
+What the client returns is what a simple-salesforce client decodes from the served org's answer: the
+engine's result goes through the same JSON encoder the server uses (`orjson`) and back, so values, types
+and key order are the ones an HTTP client sees. A refused query raises `InProcessError`, which carries the
+org's error JSON in `content` and the HTTP status in `status`, as simple-salesforce's
+`SalesforceError` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from orgs.local.engine import API_VERSION, LocalOrg
+from orgs.local.errors import OrgApiError
+
+
+class InProcessError(Exception):
+    """A query the org refused: `content` is the error JSON the org would have answered, `status` its
+    HTTP status."""
+
+    def __init__(self, exc: OrgApiError, query: str) -> None:
+        super().__init__(f"{exc.error_code}: {exc.message} (query: {query[:200]})")
+        self.content: list[dict[str, Any]] = exc.to_json()
+        self.status = exc.status
+
+
+def _decoded(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
+
+
+class InProcessClient:
+    """`query`/`query_more`/`query_all`/`search` of simple-salesforce, answered by `org` in this process."""
+
+    def __init__(self, org: LocalOrg, version: str = API_VERSION) -> None:
+        self.org = org
+        self.version = version
+
+    def query(self, query: str, include_deleted: bool = False) -> dict[str, Any]:
+        try:
+            return dict(_decoded(self.org.query(query, self.version, include_deleted=include_deleted)))
+        except OrgApiError as exc:
+            raise InProcessError(exc, query) from exc
+
+    def query_more(self, next_records_identifier: str, identifier_is_url: bool = False) -> dict[str, Any]:
+        """The next page; `next_records_identifier` is `nextRecordsUrl` (or the locator alone)."""
+        locator = next_records_identifier.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            return dict(_decoded(self.org.query_more(locator, self.version)))
+        except OrgApiError as exc:
+            raise InProcessError(exc, next_records_identifier) from exc
+
+    def query_all(self, query: str, include_deleted: bool = False) -> dict[str, Any]:
+        """Every page of `query` in one result, as simple-salesforce's `query_all` returns it."""
+        result = self.query(query, include_deleted=include_deleted)
+        records = list(result["records"])
+        while not result["done"]:
+            result = self.query_more(result["nextRecordsUrl"], identifier_is_url=True)
+            records += result["records"]
+        return {**result, "records": records, "totalSize": len(records)}
+
+    def search(self, search: str) -> dict[str, Any] | None:
+        try:
+            found = dict(_decoded(self.org.search(search, self.version)))
+        except OrgApiError as exc:
+            raise InProcessError(exc, search) from exc
+        return found or None  # simple-salesforce answers None for an empty JSON object

@@ -1,0 +1,108 @@
+"""The build's SOQL answer check in process (the org's engine called directly) gives what HTTP gives."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flows.answer_check import check_answers_through_the_org, check_in_process, http_sample
+from flows.build import TaskCheckFailed, check_tasks_through_the_org
+from orgs.crmarena_tools import Connector
+from orgs.local import connect, disconnect
+from orgs.local.engine import LocalOrg
+from orgs.local.inprocess import InProcessClient
+from tests.conftest import copy_bundle
+from validators.tasks_soql import check_tasks_via_api
+
+
+def test_in_process_and_http_give_identical_outcomes_on_the_default_org(default_bundle: Path) -> None:
+    local = check_in_process(default_bundle)
+    try:
+        remote = check_tasks_via_api(default_bundle, connect(default_bundle))
+    finally:
+        disconnect(default_bundle)
+    assert local.instances == remote.instances == 1170
+    assert len(local.outcomes) == 1170
+    assert local.outcomes == remote.outcomes
+    assert local.disagreements == remote.disagreements == []
+    assert local.queries == remote.queries  # the same questions asked, only the transport differs
+
+
+QUERIES = [
+    "SELECT Id, OrderId, Order.EffectiveDate, UnitPrice FROM OrderItem ORDER BY Id",  # > a page of 2,000
+    "SELECT COUNT() FROM Case",
+    "SELECT OwnerId, COUNT(Id) n FROM Case GROUP BY OwnerId ORDER BY OwnerId",
+    "SELECT Id, (SELECT Id FROM Cases) FROM Account ORDER BY Id LIMIT 5",
+    "SELECT Nope FROM Case",  # refused: INVALID_FIELD
+    "SELECT Id FROM Case WHERE",  # refused: MALFORMED_QUERY
+    "FIND {Case} IN ALL FIELDS RETURNING Knowledge__kav(Id, Title)",
+    "FIND {x RETURNING Case",  # refused search
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_a_query_answers_the_same_in_process_and_over_http(default_bundle: Path, query: str) -> None:
+    org = LocalOrg(default_bundle)
+    try:
+        here = Connector(InProcessClient(org)).run_query(query)
+        there = Connector(connect(default_bundle)).run_query(query)
+    finally:
+        org.close()
+    assert here == there
+    value, status = here
+    if status:
+        assert isinstance(value, list)
+    else:
+        assert isinstance(value, str) and value.split(":")[0].isupper()
+
+
+def test_paging_in_process_returns_every_row_once(default_bundle: Path) -> None:
+    org = LocalOrg(default_bundle)
+    try:
+        client = InProcessClient(org)
+        first = client.query("SELECT Id FROM OrderItem")
+        whole = client.query_all("SELECT Id FROM OrderItem")
+    finally:
+        org.close()
+    items = json.loads((default_bundle / "manifest.json").read_text())["counts"]["OrderItem"]
+    assert not first["done"] and len(first["records"]) == 2000 < items
+    ids = [r["Id"] for r in whole["records"]]
+    assert whole["totalSize"] == len(ids) == len(set(ids)) == items
+
+
+def test_two_workers_give_the_verdicts_of_one(tmp_path: Path, small_bundle: Path) -> None:
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    path = root / "tasks" / "ground_truth.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    # two wrong answers in different tasks (so in different workers' parts)
+    wrong = {}
+    for task in ("handle_time", "top_issue_identification"):
+        g = next(r for r in rows if r["task"] == task and r["answer"] is not None)
+        g["answer"] = "not-an-answer"
+        wrong[g["idx"]] = task
+    path.write_text("".join(json.dumps(g) + "\n" for g in rows))
+    one = check_answers_through_the_org(root, workers=1)
+    two = check_answers_through_the_org(root, workers=2)
+    assert (one.workers, two.workers) == (1, 2)
+    assert [d.idx for d in one.disagreements] == [d.idx for d in two.disagreements] == sorted(wrong)
+    assert [d.message for d in one.disagreements] == [d.message for d in two.disagreements]
+    assert one.mismatches == two.mismatches == []
+    assert one.http_sample == two.http_sample and len(one.http_sample) >= 10
+    with pytest.raises(TaskCheckFailed) as caught:
+        check_tasks_through_the_org(root, workers=2)
+    assert caught.value.disagreements >= 2
+    assert all(f"idx {i} ({task})" in str(caught.value) for i, task in wrong.items())
+
+
+@given(st.sets(st.integers(min_value=0, max_value=100_000), max_size=400))
+def test_the_http_sample_is_five_percent_at_least_ten_and_stable(idxs: set[int]) -> None:
+    ordered = sorted(idxs)
+    sample = http_sample(ordered)
+    assert len(sample) == min(len(ordered), max(10, math.ceil(0.05 * len(ordered))))
+    assert sample == sorted(set(sample)) and set(sample) <= idxs
+    assert http_sample(list(reversed(ordered))) == sample  # the order given does not matter

@@ -1,7 +1,10 @@
-"""The offline writer: deterministic, template based, instant, no key and no network.
+"""The offline writer: deterministic, instant, no key and no network.
 
-Every text is drawn from `vocab.py` with a `random.Random` seeded by (run seed, kind, record key), so a
-text never depends on batch order, shard or worker count. Texts state the latent facts they are given:
+Every text is drawn from phrase banks (`vocab.py`; `voices.py` for how customers and agents write, with a
+persona per customer; `articles.py` for knowledge articles in prose and the paraphrases knowledge QA asks)
+with a `random.Random` seeded by (run seed, kind, record key), so a text never depends on batch order, shard
+or worker count. Sentences are combined from short pieces slot by slot, so no fixed sentence is shared by
+more than a few percent of a field's records (`tests/test_text_fidelity.py` holds the default org to it). Texts state the latent facts they are given:
 a case names its product and issue, a knowledge article states its policy's windows, an agent's offer
 uses the remedy's canonical phrase (which is how violations are detected).
 """

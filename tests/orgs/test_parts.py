@@ -206,3 +206,21 @@ def test_a_part_size_outside_one_bulk_upload_is_refused(size: int) -> None:
 
     with pytest.raises(UsageError, match="--part-bytes must be between 4,096 and 100,000,000"):
         check_options(BuildOptions(part_bytes=size))
+
+
+def test_the_cli_builds_in_parts_and_refuses_a_part_size_too_small(tmp_path: Path) -> None:
+    from tests.flows.test_cli import orgseed
+
+    refused = orgseed("build", "--part-bytes", "100", "--no-prefect", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 2 and "--part-bytes must be between 4,096" in refused.stderr
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "b"
+    args = ["--profile", str(SMALL_PROFILE), "--per-task", "0", "--no-prefect", "--out", str(out)]
+    done = orgseed("build", *args, "--part-bytes", "50000")
+    assert done.returncode == 0, done.stderr
+    manifest = _manifest(out)
+    assert manifest["data_parts"] == {"max_bytes": 50_000}
+    assert len(manifest["objects"]["EmailMessage"]["parts"]) == len(
+        list((out / "data" / "EmailMessage").iterdir())
+    )
+    assert orgseed("validate", str(out)).returncode == 0

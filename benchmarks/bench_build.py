@@ -32,12 +32,13 @@ import asyncio, json, resource, sys, time
 from pathlib import Path
 mode, scale, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
 if mode == "generate":
-    from generator.pipeline import LocalExecutor, RunSpec, generate
+    from generator.pipeline import LocalExecutor, RunContext, RunSpec, generate, make_context
     from schemas.profile import load_profile
     run = RunSpec(profile=str(load_profile("crmarena").path), seed=0, scale=scale)
     rows = {}
     t = time.perf_counter()
-    asyncio.run(generate(out, run, LocalExecutor(), 1, lambda name, frame: rows.__setitem__(name, len(frame))))
+    rc = RunContext(out, run, make_context(run))
+    asyncio.run(generate(rc, LocalExecutor(), 1, lambda name, frame: rows.__setitem__(name, len(frame))))
     seconds = time.perf_counter() - t
     records = sum(rows.values())
 else:

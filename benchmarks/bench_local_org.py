@@ -29,6 +29,12 @@ scale 10 the serving overhead at most 2× the raw SQL time, summed over the tool
 Each scale also times a Bulk API 2.0 export (sf.bulk2 query) of every field of Case, CaseHistory__c and
 OrderItem, from job creation to the last CSV page.
 
+Ingest (`--ingest`, on by default; `--ingest-only` skips the query timings): the bundle loaded into a new
+empty org (`orgseed serve --empty`, enterprise edition, Person Accounts) by `orgs/salesforce/load.py` through
+the real client: the metadata deploy, then one Bulk API 2.0 insert job per object, the existence checks,
+order activation and article publishing, timed end to end: records/s, API calls in all and per Bulk job.
+Target: the default org's 40k records in under 30 s.
+
 Under load, against `orgseed serve`'s server in a process of its own (so the clients do not share its GIL):
 - `--clients` (50) concurrent simple-salesforce clients (threads spread over `--client-processes`
   processes, each with its own connection) run the tool mix for `--seconds`: throughput (calls/s), p50
@@ -355,6 +361,65 @@ def bench_scale(
 BULK_OBJECTS = ("Case", "CaseHistory__c", "OrderItem")
 
 
+def bench_ingest(scale: float) -> dict[str, Any]:
+    """The bundle of `scale` loaded into a new empty org through Bulk API 2.0 (see the module text)."""
+    import tempfile
+
+    from orgs.local.writable.org import WritableOrg
+    from orgs.salesforce.load import Loader
+    from schemas.model import load_model
+
+    root = build(scale)
+    with tempfile.TemporaryDirectory(prefix="orgseed-ingest-") as tmp:
+        org = WritableOrg(
+            Path(tmp) / "state", edition="enterprise", person_accounts=True, salesforce_licenses=100_000
+        )
+        server = LocalServer(Path(tmp) / "state", org=org).start()
+        try:
+            sf = server.client()
+            per_object: dict[str, float] = {}
+            started: dict[str, float] = {}
+
+            def progress(name: str, done: int, total: int) -> None:
+                if name not in started:
+                    started[name] = time.perf_counter()
+                else:
+                    per_object[name] = time.perf_counter() - started[name]
+
+            loader = Loader(sf, root, load_model(), wait=0.05, resume=False, progress=progress)
+            calls0 = server.app.state.org.requests
+            t0 = time.perf_counter()
+            results = loader.run()
+            seconds = time.perf_counter() - t0
+            calls = server.app.state.org.requests - calls0
+        finally:
+            server.stop()
+            org.close()
+    records = sum(r.loaded for r in results)
+    jobs = sum(len(r.jobs) for r in results)
+    return {
+        "scale": scale,
+        "records": records,
+        "failed": sum(len(r.failed) for r in results),
+        "seconds": seconds,
+        "records_per_s": records / seconds,
+        "api_calls": calls,
+        "jobs": jobs,
+        "calls_per_job": calls / jobs if jobs else 0.0,
+        "slowest": sorted(per_object.items(), key=lambda kv: -kv[1])[:3],
+    }
+
+
+def report_ingest(r: dict[str, Any]) -> None:
+    slow = ", ".join(f"{n} {s:.1f} s" for n, s in r["slowest"])
+    print(
+        f"\nBulk API 2.0 ingest, scale {r['scale']:g}: {r['records']:,} records ({r['failed']} failed) into an empty "
+        f"org in {r['seconds']:.1f} s = {r['records_per_s']:,.0f} records/s (target at scale 1: under 30 s); "
+        f"{r['api_calls']} API calls for {r['jobs']} jobs (metadata, existence checks and finishing included) = "
+        f"{r['calls_per_job']:.1f} calls per job; slowest objects: {slow}"
+    )
+
+
 def bulk_exports(sf: Any, org: LocalOrg) -> list[dict[str, Any]]:
     """Every field of the largest objects exported through Bulk API 2.0 (sf.bulk2 query, 50,000 records a
     page): the whole job from create to the last CSV page, best of three."""
@@ -631,17 +696,28 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path, help="Also write the figures to this file.")
     parser.add_argument("--clients", type=int, default=50, help="Concurrent clients of the load test.")
+    parser.add_argument(
+        "--ingest", action=argparse.BooleanOptionalAction, default=True, help="Time Bulk API 2.0 ingest too."
+    )
+    parser.add_argument("--ingest-only", action="store_true", help="Only the ingest timings.")
     parser.add_argument("--client-processes", type=int, default=5, help="Processes the clients run in.")
     parser.add_argument(
         "--seconds", type=float, default=15.0, help="Length of the load test (0: no load tests)."
     )
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, today {date.today()}")
-    results = [bench_scale(s, args.reps, args.variants, args.profile, args) for s in args.scales]
+    results = (
+        []
+        if args.ingest_only
+        else [bench_scale(s, args.reps, args.variants, args.profile, args) for s in args.scales]
+    )
+    ingests = [bench_ingest(s) for s in args.scales] if (args.ingest or args.ingest_only) else []
     for r in results:
         report(r)
+    for i in ingests:
+        report_ingest(i)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps({"queries": results, "ingest": ingests}, indent=2))
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ def check_in_process(root: Path | str, only: Sequence[int] | None = None) -> Any
 
     org = LocalOrg(root)
     try:
-        return check_tasks_via_api(root, InProcessClient(org), only, chunk=IN_PROCESS_CHUNK)
+        return check_tasks_via_api(root, InProcessClient(org), only=only, chunk=IN_PROCESS_CHUNK)
     finally:
         org.close()
 
@@ -118,7 +118,7 @@ def check_answers_through_the_org(
     sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
     t = time.perf_counter()
     try:
-        over_http = check_tasks_via_api(root, connect(root), sample)
+        over_http = check_tasks_via_api(root, connect(root), only=sample)
     finally:
         disconnect(root)
     seconds["http_sample"] = round(time.perf_counter() - t, 3)

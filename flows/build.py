@@ -49,6 +49,8 @@ from orgs.bundle import (
 from schemas.errors import DataFindings, UsageError
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
+from validators.fidelity_report import FIDELITY_JSON, fidelity_figures
+from validators.fidelity_report import summary as fidelity_summary
 from validators.findings import Report, ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle, write_report
 
@@ -263,7 +265,12 @@ async def make_tasks(
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
     await stage("tasks.check", check_task_answers, root)
     api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+    figures = fidelity_figures(
+        root
+    )  # reads the CSVs and task files once: part of the `tasks` summary, not a stage
+    files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
+        "fidelity": fidelity_summary(figures),
         "per_task": task_set.per_task,
         "answer_format": answer_format,
         "api_check": api,
@@ -405,6 +412,7 @@ async def build_bundle(
                 "start": profile.span.start.isoformat(),
                 "end": profile.span.end.isoformat(),
                 "company": profile.company.name,
+                "task_style": profile.task_style,
             },
             opts.seed,
             float(opts.scale),

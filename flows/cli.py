@@ -269,7 +269,13 @@ def build(
     out.print(table)
     m = report.manifest
     if m.get("tasks"):
-        out.print(_task_table(m["tasks"]["stats"], "task instances (every answer re-derived independently)"))
+        out.print(
+            _task_table(
+                m["tasks"]["stats"],
+                "task instances (every answer re-derived independently)",
+                m["tasks"].get("fidelity"),
+            )
+        )
         api = m["tasks"]["api_check"]
         sample = api.get("http_sample") or {}
         out.print(
@@ -278,6 +284,7 @@ def build(
             "REST API via simple-salesforce, identical"
         )
         _adapted_note(m["tasks"])
+        _fidelity_note(m["tasks"].get("fidelity"))
     out.print(
         f"seed {m['seed']} · scale {m['scale']} · writer {m['writer']['name']} · "
         f"data sha256 {m['data_sha256'][:16]}… · {report.seconds:.1f} s "
@@ -612,6 +619,13 @@ def serve(
             help="With --empty: Bulk batches of one job that touch the same parent fail with UNABLE_TO_LOCK_ROW.",
         ),
     ] = None,
+    bulk_batch_rows: Annotated[
+        int,
+        typer.Option(
+            help="With --empty: records per internal Bulk API 2.0 batch (Salesforce's: 10,000).",
+            metavar="INTEGER",
+        ),
+    ] = 10_000,
     host: Annotated[
         str, typer.Option(help="Loopback address to bind (127.0.0.1, ::1 or localhost).", metavar="TEXT")
     ] = "127.0.0.1",
@@ -660,6 +674,7 @@ def serve(
             token=token,
             today=day,
             edition=edition,
+            batch_rows=bulk_batch_rows,
             knobs={
                 "person_accounts": person_accounts,
                 "data_storage_mb": data_storage_mb,
@@ -714,6 +729,7 @@ def _serve_empty(
     token: str | None,
     today: Any,
     edition: str | None,
+    batch_rows: int,
     knobs: dict[str, Any],
 ) -> None:
     """`serve --empty`: a writable org with its state in `state_dir` (orgs/local/writable)."""
@@ -730,7 +746,9 @@ def _serve_empty(
         return
     try:
         check_host(host)
-        org = WritableOrg(state_dir, edition=edition, today=today, **knobs)
+        if batch_rows < 1:
+            raise UsageError(f"--bulk-batch-rows must be at least 1 (got {batch_rows}).")
+        org = WritableOrg(state_dir, edition=edition, today=today, batch_rows=batch_rows, **knobs)
     except OrgseedError as exc:
         fail(exc)
         return
@@ -758,21 +776,54 @@ def _serve_empty(
     err.print("stopped")
 
 
-def _task_table(stats: dict[str, dict[str, Any]], title: str) -> Table:
+def _task_table(
+    stats: dict[str, dict[str, Any]], title: str, fidelity: dict[str, Any] | None = None
+) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("task", "instances", "None share", "top answer share", "distinct answers", "median margin"):
+    cols = ["task", "instances", "None share", "top answer share", "distinct answers", "median margin"]
+    distinct = (fidelity or {}).get("distinct_queries") or {}
+    if distinct:
+        cols.append("distinct queries")
+    for col in cols:
         table.add_column(col, justify="left" if col == "task" else "right")
     for task, st in stats.items():
         margin = st["median_margin"]
-        table.add_row(
+        row = [
             task,
             str(st["instances"]),
             f"{st['none_share']:.0%}",
             f"{st['majority_share']:.1%}",
             str(st["distinct_answers"]),
             "-" if margin is None else f"{margin:g}",
-        )
+        ]
+        if distinct:
+            row.append(str(distinct.get(task, "-")))
+        table.add_row(*row)
     return table
+
+
+def _fidelity_note(fidelity: dict[str, Any] | None) -> None:
+    """The build summary's fidelity figures (issue 16 item 7); the whole set is reports/fidelity.json."""
+    if not fidelity:
+        return
+    table = Table(
+        title="text fidelity (distinct-2 over 130-record samples; share of records holding the most repeated 8-word sequence)",
+        title_justify="left",
+    )
+    for col in ("field", "distinct-2", "top 8-gram share"):
+        table.add_column(col, justify="left" if col == "field" else "right")
+    for name, t in fidelity.get("text", {}).items():
+        table.add_row(name, f"{t['distinct_2']:.2f}", f"{t['top_8gram_share']:.1%}")
+    out.print(table)
+    verbatim = fidelity.get("verbatim_question_share")
+    below = fidelity.get("below_target") or []
+    out.print(
+        f"queries: {fidelity.get('none_mentions', 0)} mention None, {fidelity.get('answer_hints', 0)} give an "
+        f"example answer; NED exact-name share {fidelity.get('ned_exact_name_share', 0):.0%}"
+        + (f"; knowledge questions verbatim in their article {verbatim:.0%}" if verbatim is not None else "")
+        + (f"; below target: {', '.join(below)}" if below else "")
+        + f" (details in {fidelity.get('report', 'reports/fidelity.json')})"
+    )
 
 
 @app.command()
@@ -799,7 +850,8 @@ def tasks(
     except OrgseedError as exc:
         fail(exc)
         return
-    out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})"))
+    out.print(_task_table(info["stats"], f"tasks of {bundle} (seed {info['seed']})", info.get("fidelity")))
+    _fidelity_note(info.get("fidelity"))
     out.print(
         f"{info['instances']} instances; every answer re-derived independently from the CSVs and through the "
         f"org's API ({info['api_check']['queries']:,} SOQL/SOSL queries), and identical."
@@ -1102,6 +1154,306 @@ def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
         f"input would reach about {t['ceiling_prompt_tokens']:,} tokens (${money(t['ceiling_cost_usd'])}). "
         f"{est['first_requests_cached']} first requests are already cached. Prices: {est['prices']}"
         + ("" if est["priced"] else " (this model is not in it: no cost).")
+    )
+
+
+# -- upload, teardown, scratch-def ------------------------------------------------------------------------------
+
+OrgFlag = Annotated[str | None, typer.Option(metavar="TEXT")]
+
+
+def _org_flags(
+    instance_url: str | None,
+    session_id: str | None,
+    username: str | None,
+    password: str | None,
+    security_token: str | None,
+    domain: str | None,
+    consumer_key: str | None,
+    private_key_file: str | None,
+    env_file: Path | None,
+) -> Any:
+    from orgs.salesforce.connect import OrgOptions
+
+    flags = {
+        "instance_url": instance_url,
+        "access_token": session_id,
+        "username": username,
+        "password": password,
+        "security_token": security_token,
+        "domain": domain,
+        "consumer_key": consumer_key,
+        "private_key_file": private_key_file,
+    }
+    return OrgOptions.resolve(
+        flags, dotenv=env_file if env_file is not None else ".env", dotenv_required=env_file is not None
+    )
+
+
+def _upload_table(objects: list[dict[str, Any]]) -> Table:
+    table = Table(title="upload", title_justify="left")
+    for col in ("object", "bundle", "in org", "loaded now", "already there", "failed", "missing"):
+        table.add_column(col, justify="left" if col == "object" else "right")
+    for o in objects:
+        bad = o["failed"] or o["missing"]
+        style = "[red]" if bad else ""
+        table.add_row(
+            f"{style}{o['object']}",
+            f"{o['bundle']:,}",
+            f"{o['org']:,}",
+            f"{o['loaded']:,}",
+            f"{o['existing']:,}",
+            f"{style}{o['failed']:,}",
+            f"{style}{o['missing']:,}",
+        )
+    return table
+
+
+@app.command()
+def upload(
+    bundle: Annotated[Path, typer.Argument(help="The bundle folder to upload.", metavar="BUNDLE")],
+    instance_url: Annotated[
+        str | None, typer.Option(help="The org's URL (with --session-id).", metavar="URL")
+    ] = None,
+    session_id: Annotated[
+        str | None, typer.Option(help="An access token of the org (or SF_ACCESS_TOKEN).", metavar="TOKEN")
+    ] = None,
+    username: Annotated[
+        str | None, typer.Option(help="Login username (password or JWT login).", metavar="TEXT")
+    ] = None,
+    password: Annotated[str | None, typer.Option(help="Password (or SF_PASSWORD).", metavar="TEXT")] = None,
+    security_token: Annotated[
+        str | None, typer.Option(help="Security token (or SF_SECURITY_TOKEN).", metavar="TEXT")
+    ] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="login, test, or a My Domain (or SF_DOMAIN).", metavar="TEXT")
+    ] = None,
+    consumer_key: Annotated[
+        str | None, typer.Option(help="Connected app consumer key (JWT).", metavar="TEXT")
+    ] = None,
+    private_key_file: Annotated[
+        str | None, typer.Option(help="Private key file (JWT).", metavar="PATH")
+    ] = None,
+    env_file: Annotated[
+        Path | None,
+        typer.Option(help="A .env file with SF_ variables (default ./.env if present).", metavar="PATH"),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Preflight and plan only: write nothing.")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish an interrupted upload (no duplicates).")
+    ] = False,
+    objects: Annotated[
+        str | None,
+        typer.Option(
+            help="Only these objects, comma-separated (their parents must be there).", metavar="LIST"
+        ),
+    ] = None,
+    inactive_agents: Annotated[
+        bool,
+        typer.Option("--inactive-agents", help="Create the agents as inactive users (they hold no licence)."),
+    ] = False,
+    username_suffix: Annotated[
+        str,
+        typer.Option(
+            help="Appended to every agent's username (usernames are unique across all orgs).", metavar="TEXT"
+        ),
+    ] = "",
+    no_prefect: Annotated[bool, typer.Option("--no-prefect", help="Run in-process without Prefect.")] = False,
+) -> None:
+    """Seed an org from a bundle: preflight, metadata, Bulk API 2.0 load, reconcile, re-keyed tasks, verify."""
+    import asyncio
+
+    from flows.upload import UploadOptions, upload_bundle
+
+    try:
+        org = _org_flags(
+            instance_url,
+            session_id,
+            username,
+            password,
+            security_token,
+            domain,
+            consumer_key,
+            private_key_file,
+            env_file,
+        )
+        org.method()
+        opts = UploadOptions(
+            bundle=str(bundle),
+            org=org,
+            dry_run=dry_run,
+            resume=resume,
+            objects=tuple(o.strip() for o in objects.split(",") if o.strip()) if objects else (),
+            inactive_agents=inactive_agents,
+            username_suffix=username_suffix,
+        )
+        err.print(f"uploading {bundle} to {org.describe()}", highlight=False)
+
+        seen: dict[str, int] = {}
+
+        def progress(name: str, done: int, total: int) -> None:
+            if total > 0 and seen.get(name) != done:
+                seen[name] = done
+                err.print(f"  {name}: {done:,}/{total:,}", highlight=False)
+
+        if no_prefect:
+            result = asyncio.run(upload_bundle(opts, progress=progress))
+        else:
+            from flows import prefect_env
+
+            prefect_env.configure()
+            from flows.prefect_flow import run_upload_flow
+
+            result = run_upload_flow(opts, progress)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    except Exception as exc:  # the org's refusals reach here as the client's errors
+        from orgs.salesforce.load import LoadError
+
+        if isinstance(exc, LoadError):
+            fail(
+                UsageError(f"The upload stopped: {exc}. Rerun with --resume once the cause is fixed."), code=1
+            )
+        raise
+    if result.dry_run:
+        table = Table(title=f"plan for org {result.org_id}", title_justify="left")
+        table.add_column("object")
+        table.add_column("records", justify="right")
+        for p in result.plan:
+            table.add_row(p["object"], f"{p['records']:,}")
+        out.print(table)
+        for f in result.findings:
+            out.print(f"[red]preflight:[/] {escape(f.message)}", highlight=False)
+        for note in result.notes:
+            out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+        out.print(
+            "dry run: nothing was written"
+            + (" (the preflight found problems)" if result.findings else "; the preflight passed")
+        )
+        raise typer.Exit(1 if result.findings else 0)
+    for note in result.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    out.print(_upload_table(result.objects))
+    out.print(
+        f"orders activated {result.finish.get('orders_activated', 0):,} · articles published "
+        f"{result.finish.get('articles_published', 0):,} · {result.instances} task answers re-derived in the org, "
+        f"{len(result.disagreements)} disagree · {result.seconds:.1f} s",
+        highlight=False,
+    )
+    out.print(
+        f"report {result.folder / 'report.json'} · tasks with org ids in {result.folder / 'tasks'}",
+        highlight=False,
+    )
+    for d in result.disagreements[:10]:
+        err.print(f"[red]disagrees:[/] {escape(d)}", highlight=False)
+    if not result.ok:
+        failed = [o for o in result.objects if o["failed"] or o["missing"]]
+        for o in failed:
+            for f in o["failures"][:3]:
+                err.print(f"[red]{o['object']} {f['bundle_id']}:[/] {escape(f['error'])}", highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command()
+def teardown(
+    bundle: Annotated[Path, typer.Argument(help="The bundle that was uploaded.", metavar="BUNDLE")],
+    instance_url: Annotated[
+        str | None, typer.Option(help="The org's URL (with --session-id).", metavar="URL")
+    ] = None,
+    session_id: Annotated[
+        str | None, typer.Option(help="An access token of the org.", metavar="TOKEN")
+    ] = None,
+    username: Annotated[str | None, typer.Option(help="Login username.", metavar="TEXT")] = None,
+    password: Annotated[str | None, typer.Option(help="Password.", metavar="TEXT")] = None,
+    security_token: Annotated[str | None, typer.Option(help="Security token.", metavar="TEXT")] = None,
+    domain: Annotated[str | None, typer.Option(help="login, test, or a My Domain.", metavar="TEXT")] = None,
+    consumer_key: Annotated[
+        str | None, typer.Option(help="Connected app consumer key (JWT).", metavar="TEXT")
+    ] = None,
+    private_key_file: Annotated[
+        str | None, typer.Option(help="Private key file (JWT).", metavar="PATH")
+    ] = None,
+    env_file: Annotated[
+        Path | None, typer.Option(help="A .env file with SF_ variables.", metavar="PATH")
+    ] = None,
+) -> None:
+    """Delete what `orgseed upload` created in the org, children first, and its metadata."""
+    from flows.upload import teardown_bundle
+
+    try:
+        org = _org_flags(
+            instance_url,
+            session_id,
+            username,
+            password,
+            security_token,
+            domain,
+            consumer_key,
+            private_key_file,
+            env_file,
+        )
+        org.method()
+        result = teardown_bundle(str(bundle), org)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    table = Table(title=f"teardown of org {result.org_id}", title_justify="left")
+    table.add_column("object")
+    table.add_column("deleted", justify="right")
+    for name, n in result.deleted.items():
+        table.add_row(name, f"{n:,}")
+    out.print(table)
+    out.print(
+        f"{result.deactivated} users deactivated (users cannot be deleted); the upload's metadata removed"
+    )
+    if result.failed:
+        for name, errors in result.failed.items():
+            err.print(f"[red]{name}:[/] {len(errors)} not deleted, e.g. {escape(errors[0])}", highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command(name="scratch-def")
+def scratch_def(
+    bundle: Annotated[Path, typer.Argument(help="The bundle to seed.", metavar="BUNDLE")],
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the definition here (default: print it).", metavar="PATH"),
+    ] = None,
+) -> None:
+    """The scratch-org definition the bundle needs, for `sf org create scratch --definition-file`."""
+    import json
+
+    from orgs.bundle import require_complete
+    from orgs.salesforce.scratch import scratch_definition
+    from orgs.salesforce.state import atomic_write
+
+    try:
+        manifest = require_complete(bundle)
+    except OrgseedError as exc:
+        fail(exc)
+        return
+    person = False
+    try:
+        from orgs.bundle import Bundle
+
+        accounts = Bundle(bundle).read_raw("Account")
+        person = "LastName" in accounts and bool((accounts["LastName"].fillna("") != "").any())
+    except OrgseedError:
+        person = False
+    doc = scratch_definition(manifest.get("counts") or {}, person_accounts=person)
+    text = json.dumps(doc, indent=2) + "\n"
+    if out_file is None:
+        out.print(text, highlight=False, markup=False, end="")
+        return
+    if out_file.exists() and out_file.is_dir():
+        fail(UsageError(f"--out {out_file} is a folder; give a file name."))
+        return
+    atomic_write(out_file, text.encode())
+    err.print(
+        f"wrote {out_file}: sf org create scratch --definition-file {out_file} --alias orgseed --duration-days 30"
     )
 
 

@@ -113,3 +113,21 @@ def run(opts: BuildOptions, task_runner: Any, progress: Progress | None) -> dict
     with showing(progress):  # the flow reads it (flows/progress.py); parameters are recorded by Prefect
         result: dict[str, Any] = asyncio.run(build_flow.with_options(task_runner=task_runner)(asdict(opts)))
     return result
+
+
+def run_upload_flow(opts: Any, progress: Callable[[str, int, int], None] | None) -> Any:
+    """`orgseed upload` as a Prefect flow: preflight, deploy, one task per object (in dependency order), finish,
+    reconcile, rekey and verify, each a task run of its own. The flow's recorded parameters are the non-secret
+    options only; the org options (with their secrets) reach the flow by closure, never as parameters."""
+    from dataclasses import fields as dc_fields
+
+    from flows.upload import UploadOptions, upload_bundle
+
+    params = {f.name: getattr(opts, f.name) for f in dc_fields(opts) if f.name != "org"}
+    org = opts.org
+
+    @flow(name="orgseed-upload", log_prints=False, persist_result=False, validate_parameters=False)
+    async def upload(options: dict[str, Any]) -> Any:
+        return await upload_bundle(UploadOptions(org=org, **options), stage=run_stage, progress=progress)
+
+    return asyncio.run(upload(params))

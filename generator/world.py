@@ -31,6 +31,7 @@ by year (so the fastest region depends on the period).
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -38,7 +39,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from generator.rng import np_rng
+from generator.rng import derive_seed, np_rng
+from generator.text import articles, vocab
 from schemas.profile import Profile
 from schemas.taskspec import MONTHS
 
@@ -75,6 +77,12 @@ class CategoryDef:
     price: float
     peak_months: tuple[int, ...]
     nouns: tuple[str, ...]
+    uses: tuple[str, ...] = ()
+    # product type (noun) → its profile entry: price, grams [lo, hi], materials, features, aka
+    types: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def type_of(self, noun: str) -> dict[str, Any]:
+        return self.types.get(noun, {})
 
 
 @dataclass
@@ -84,7 +92,7 @@ class KnowledgeTopic:
     key: str
     kind: ArticleKind
     subject: str
-    facts: list[dict[str, str]]
+    facts: list[dict[str, Any]]
     data: dict[str, Any] = field(default_factory=dict)
 
 
@@ -157,7 +165,15 @@ def build_world(profile: Profile, seed: int, scale: float) -> World:
         for k, v in lat["remedies"].items()
     }
     categories = [
-        CategoryDef(n, i, float(v["price"]), tuple(v["peak_months"]), tuple(v["nouns"]))
+        CategoryDef(
+            n,
+            i,
+            float(v["price"]),
+            tuple(v["peak_months"]),
+            tuple(v["types"]) if "types" in v else tuple(v["nouns"]),
+            tuple(v.get("uses", ())),
+            dict(v.get("types", {})),
+        )
         for i, (n, v) in enumerate(list(lat["categories"].items())[: counts["ProductCategory"]])
     ]
     agents, expertise = _agents(profile, seed, counts["User"], len(issues))
@@ -329,8 +345,6 @@ def _products(
     popularity = rng.lognormal(0.0, p["popularity_sigma"], n)
     case_rate = rng.lognormal(0.0, p["case_rate_sigma"], n)
     price_mult = rng.lognormal(0.0, p["price_sigma"], n)
-    base_price = np.array([categories[c].price for c in cat_of]) * price_mult
-    base_price = np.maximum(4.99, np.floor(base_price) + 0.99)
     # Issue profiles: issue weight × category affinity (unlisted issues get 0.35), Dirichlet noise, and
     # a signature issue that takes at least b/(1+b) of the product's cases.
     cat_aff = np.full((n_cat, n_iss), 0.35)
@@ -365,20 +379,61 @@ def _products(
         combos = rng.permutation(n_nouns * 60)[: len(members)]
         noun_idx[members] = combos % n_nouns
         modifier_idx[members] = combos // n_nouns
+    nouns = [categories[c].nouns[k] for c, k in zip(cat_of, noun_idx, strict=True)]
+    # A product type's own list price, where the profile gives one, replaces its category's.
+    type_price = np.array(
+        [
+            float(categories[c].type_of(t).get("price", categories[c].price))
+            for c, t in zip(cat_of, nouns, strict=True)
+        ]
+    )
+    base_price = np.maximum(4.99, np.floor(type_price * price_mult) + 0.99)
     frame = pd.DataFrame(
         {
             "category_idx": cat_of,
             "category": [categories[c].name for c in cat_of],
-            "noun": [categories[c].nouns[k] for c, k in zip(cat_of, noun_idx, strict=True)],
+            "noun": nouns,
             "modifier_idx": modifier_idx,
             "popularity": popularity,
             "case_rate": case_rate,
             "base_price": base_price,
             "signature_issue": signature,
             "season_shift": shift,
+            **_attributes(seed, [categories[c] for c in cat_of], nouns),
         }
     )
     return frame, probs, season
+
+
+def _round_grams(g: float) -> int:
+    """Weights as a product page states them: to 5 g below 1 kg, 50 g below 5 kg, whole kilograms above."""
+    step = 5 if g < 1000 else 50 if g < 5000 else 1000
+    return int(max(step, round(g / step) * step))
+
+
+def _attributes(seed: int, cats: list[CategoryDef], nouns: list[str]) -> dict[str, list[Any]]:
+    """Per product: weight in grams, material and two features, drawn from its type's ranges in the profile.
+
+    Products of a type without a profile entry get empty attributes (the writer then describes the category).
+    A stream of its own, so the attributes never shift the other product draws.
+    """
+    rng = np_rng(seed, "world", "product_attributes")
+    grams: list[Any] = []
+    material: list[str] = []
+    features: list[str] = []
+    for cat, noun in zip(cats, nouns, strict=True):
+        t = cat.type_of(noun)
+        if not t:
+            grams.append(None)
+            material.append("")
+            features.append("")
+            continue
+        lo, hi = (float(x) for x in t["grams"])
+        grams.append(_round_grams(float(np.exp(rng.uniform(np.log(lo), np.log(hi))))))
+        material.append(str(t["materials"][int(rng.integers(0, len(t["materials"])))]))
+        pick = sorted(rng.choice(len(t["features"]), size=2, replace=False).tolist())
+        features.append("; ".join(str(t["features"][k]) for k in pick))
+    return {"weight_grams": grams, "material": material, "features": features}
 
 
 def _regions(profile: Profile, seed: int, n_states: int, n_years: int) -> np.ndarray:
@@ -398,35 +453,6 @@ def article(phrase: str) -> str:
     return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
 
 
-# How agents handle each issue: planted facts the issue's policy article states (knowledge QA asks them).
-HANDLING = {
-    "incorrect_item": [("What should agents ask the customer for in {issue} cases?", "a photo of the item and the label on the box"),
-                       ("What do agents check to confirm which item was shipped in {issue} cases?", "the order's packing record")],
-    "size_mismatch": [("What do agents confirm first in {issue} cases?", "the size ordered and the size the customer normally wears"),
-                      ("Where do agents point customers in {issue} cases?", "the sizing guide for the product's category")],
-    "cancel_order": [("What do agents check first in {issue} cases?", "whether the order has already left the warehouse"),
-                     ("What can the customer do in {issue} cases if the order already shipped?", "return it instead")],
-    "warranty_claim": [("When are {issue} cases escalated to the warranty desk?", "when the claim is older than five business days"),
-                       ("What do agents ask for in {issue} cases?", "photos of the defect and the date of purchase")],
-    "shipping_delay": [("When do agents open a trace with the carrier in {issue} cases?", "when there has been no scan for three days"),
-                       ("How often do agents update the customer in {issue} cases?", "every two business days")],
-    "loyalty_redemption": [("What do agents review in {issue} cases?", "the customer's points ledger for the order"),
-                           ("What happens in {issue} cases to points deducted without a discount?", "they are re-credited")],
-    "return_confusion": [("Where do agents send the prepaid label from in {issue} cases?", "the returns portal"),
-                         ("What do agents explain in {issue} cases?", "the return window and the condition items must be in")],
-    "defective_product": [("Why do agents log the defect in {issue} cases?", "so the product team can review the batch"),
-                          ("What do agents ask for in {issue} cases?", "photos of the defect and how the product was used")],
-    "promo_overcharge": [("What do agents compare in {issue} cases?", "the charged price with the promotional price"),
-                         ("What do agents note in the case for finance in {issue} cases?", "the promo code")],
-    "checkout_failure": [("Which log do agents check in {issue} cases?", "the payment gateway log"),
-                         ("What do agents suggest in {issue} cases when the gateway declined?", "an alternative payment method")],
-    "damaged_in_transit": [("What do agents file in {issue} cases?", "a damage claim with the carrier"),
-                           ("Which items should customers not be asked to return in {issue} cases?", "items damaged beyond use")],
-    "missing_item": [("What do agents compare in {issue} cases?", "the packing slip with the order lines"),
-                     ("What do agents check about the shipment in {issue} cases?", "whether the order shipped in more than one package")],
-}  # fmt: skip
-
-
 def _knowledge(
     profile: Profile,
     seed: int,
@@ -440,24 +466,37 @@ def _knowledge(
     company = profile.company.name
     topics: list[KnowledgeTopic] = []
     for iss in issues:
-        facts = []
+        iname = vocab.ISSUE_NAMES.get(iss.key, iss.key.replace("_", " ").capitalize())
+        sits = articles.situations(iss.key, iname)
+        prng = random.Random(derive_seed(seed, "knowledge", "policy", iss.key))
+        facts: list[dict[str, Any]] = []
         for rkey, window in iss.remedies.items():
             r = remedies[rkey]
+            frames = [f.replace("{a_phrase}", article(r.phrase)) for f in articles.REMEDY_ASKS]
             facts.append(
                 {
                     "question": f"Within how many days of purchase can an agent offer {article(r.phrase)} for {{issue}} cases?",
                     "answer": _days(window),
                     "remedy": rkey,
+                    "asks": articles.pick_asks(prng, frames, sits),
                 }
             )
         facts.append(
             {
                 "question": "Which resolutions may agents offer for {issue} cases?",
                 "answer": ", ".join(remedies[r].phrase for r in iss.remedies),
+                "asks": articles.pick_asks(prng, articles.ALLOWED_ASKS, sits),
             }
         )
-        for question, answer in HANDLING.get(iss.key, []):
-            facts.append({"question": question, "answer": answer})
+        for question, answer, asks, says in articles.HANDLING.get(iss.key, []):
+            facts.append(
+                {
+                    "question": question,
+                    "answer": answer,
+                    "asks": articles.pick_asks(prng, asks, sits),
+                    "says": list(says),
+                }
+            )
         topics.append(
             KnowledgeTopic(
                 key=f"policy-{iss.key}",
@@ -467,7 +506,7 @@ def _knowledge(
                 data={"issue": iss.key, "remedies": dict(iss.remedies)},
             )
         )
-    general: list[tuple[str, list[dict[str, str]]]] = [
+    general: list[tuple[str, list[dict[str, Any]]]] = [
         (
             "return_policy",
             [
@@ -609,74 +648,125 @@ def _knowledge(
         ),
     ]
     for key, facts in general:
+        asks_says = articles.GENERAL.get(key, [])
+        for i, fact in enumerate(facts):
+            prng = random.Random(derive_seed(seed, "knowledge", key, i))
+            asks, says = asks_says[i] if i < len(asks_says) else ([fact["question"]], ["{answer}."])
+            fact["asks"] = [a.replace("{company}", company) for a in prng.sample(asks, len(asks))]
+            fact["says"] = list(says)
         topics.append(KnowledgeTopic(key=f"general-{key}", kind="general", subject=key, facts=facts))
+    topics.extend(_guides(profile, seed, categories))
+    if len(topics) < count:
+        raise ValueError(
+            f"the profile asks for {count} knowledge articles but the world has topics for {len(topics)}; "
+            "lower Knowledge__kav in the profile's counts or add categories."
+        )
+    return topics[:count]
+
+
+def _guides(profile: Profile, seed: int, categories: list[CategoryDef]) -> list[KnowledgeTopic]:
+    """One care, fit and warranty guide per category, interleaved with product-specific guides (features,
+    lifespan, wear signs, troubleshooting), so that a shorter list keeps both kinds."""
+    company = profile.company.name
     rng = np_rng(seed, "world", "knowledge")
     fits = ["true to size", "half a size small", "half a size large", "slightly narrow", "slightly roomy"]
-    washes = ["cold water", "warm water", "hand wash only", "a gentle cycle in cold water"]
-    dries = ["air dry only", "tumble dry on low", "lay flat to dry"]
-    guides: list[KnowledgeTopic] = []
+    warranty = {
+        "apparel": "6 months",
+        "footwear": "12 months",
+        "equipment": "12 months",
+        "electronics": "24 months",
+    }
+    care: list[KnowledgeTopic] = []
     for c in categories:
-        fit = fits[int(rng.integers(0, len(fits)))]
-        between = ["size up", "size down"][int(rng.integers(0, 2))]
-        guides.append(
-            KnowledgeTopic(
-                key=f"sizing-{_slug(c.name)}",
-                kind="category_guide",
-                subject=c.name,
-                facts=[
-                    {
-                        "question": f"How do products in the {c.name} range from {company} fit?",
-                        "answer": f"They run {fit}",
-                    },
-                    {
-                        "question": f"What should customers between two sizes do for the {c.name} range?",
-                        "answer": between,
-                    },
-                ],
-                data={"guide": "sizing", "category": c.name, "fit": fit, "between": between},
+        fam = articles.family(c.name)
+        options = articles.CARE_OPTIONS[fam]
+        values = {
+            "wash": options["wash"][int(rng.integers(0, len(options["wash"])))],
+            "dry": options["dry"][int(rng.integers(0, len(options["dry"])))],
+            "iron": options["iron"][int(rng.integers(0, len(options["iron"])))],
+            "fit": fits[int(rng.integers(0, len(fits)))],
+            "between": ["size up", "size down"][int(rng.integers(0, 2))],
+            "warranty": warranty[fam],
+        }
+        prng = random.Random(derive_seed(seed, "knowledge", "care", c.name))
+        facts: list[dict[str, Any]] = []
+        for fact_key, answer in values.items():
+            if fam in ("equipment", "electronics") and fact_key in ("fit", "between"):
+                continue
+            question, asks, says = articles.CARE_QUESTIONS[fact_key]
+            chosen = prng.sample(asks, len(asks))
+            per_ask = [articles.noun_forms(prng.choice(c.nouns)) for _ in chosen]
+            facts.append(
+                {
+                    "question": question.format(cat=c.name),
+                    "answer": answer,
+                    "asks": [
+                        a.format(cat=c.name, company=company, **f)
+                        for a, f in zip(chosen, per_ask, strict=True)
+                    ],
+                    "says": list(says),
+                }
             )
-        )
-    for c in categories:
-        wash, dry = washes[int(rng.integers(0, len(washes)))], dries[int(rng.integers(0, len(dries)))]
-        iron = ["iron on low heat", "do not iron"][int(rng.integers(0, 2))]
-        guides.append(
+        care.append(
             KnowledgeTopic(
                 key=f"care-{_slug(c.name)}",
                 kind="category_guide",
                 subject=c.name,
-                facts=[
-                    {"question": f"How should products in the {c.name} range be washed?", "answer": wash},
-                    {"question": f"How should products in the {c.name} range be dried?", "answer": dry},
-                    {"question": f"Can products in the {c.name} range be ironed?", "answer": iron},
-                ],
-                data={"guide": "care", "category": c.name, "wash": wash, "dry": dry, "iron": iron},
+                facts=facts,
+                data={"guide": "care", "category": c.name, "family": fam, **values},
             )
         )
-    # Interleave sizing and care guides so a truncated list keeps both kinds for most categories.
-    n_cat = len(categories)
-    order = [g for pair in zip(guides[:n_cat], guides[n_cat:], strict=True) for g in pair]
-    topics.extend(order)
-    if count > len(topics):
+    products: list[KnowledgeTopic] = []
+    depth = max((len(c.nouns) for c in categories), default=0)
+    for level in range(depth):
         for c in categories:
-            for noun in c.nouns:
-                if len(topics) >= count:
-                    break
-                life = int(rng.integers(6, 25))
-                topics.append(
-                    KnowledgeTopic(
-                        key=f"guide-{_slug(noun)}",
-                        kind="product_guide",
-                        subject=noun,
-                        facts=[
-                            {
-                                "question": f"How many months do {noun.lower()} typically last with regular use?",
-                                "answer": f"about {life} months",
-                            }
-                        ],
-                        data={"category": c.name, "noun": noun, "life_months": life},
-                    )
+            if level >= len(c.nouns):
+                continue
+            noun = c.nouns[level]
+            forms = articles.noun_forms(noun)
+            prng = random.Random(derive_seed(seed, "knowledge", "product", noun))
+            feats = list(vocab.PRODUCT_FEATURES.get(c.name, [])) or ["durable materials", "a comfortable fit"]
+            a, b = prng.sample(feats, 2) if len(feats) > 1 else (feats[0], "careful finishing")
+            problem_pl, problem_sg, fix = articles.TROUBLES[prng.randrange(len(articles.TROUBLES))]
+            plural = forms["it"] == "them"
+            product_values = {
+                "life": f"about {int(rng.integers(6, 25))} months",
+                "feature": f"{a} and {b}",
+                "sign": articles.SIGNS[prng.randrange(len(articles.SIGNS))],
+                "trouble": fix,
+            }
+            fill = {
+                **forms,
+                "company": company,
+                "cat": c.name,
+                "problem": problem_pl,
+                "problem_short": problem_pl if plural else problem_sg,
+            }
+            facts = []
+            for fact_key, answer in product_values.items():
+                question, asks, says = articles.PRODUCT_QUESTIONS[fact_key]
+                facts.append(
+                    {
+                        "question": question.format(**fill),
+                        "answer": answer,
+                        "asks": [x.format(**fill) for x in prng.sample(asks, len(asks))],
+                        "says": [x.format(answer="{answer}", **fill) for x in says],
+                    }
                 )
-    return topics[:count]
+            products.append(
+                KnowledgeTopic(
+                    key=f"guide-{_slug(noun)}",
+                    kind="product_guide",
+                    subject=noun,
+                    facts=facts,
+                    data={"category": c.name, "noun": noun, **product_values},
+                )
+            )
+    out: list[KnowledgeTopic] = []
+    for i in range(max(len(care), len(products))):
+        out.extend(care[i : i + 1])
+        out.extend(products[i : i + 1])
+    return out
 
 
 def _slug(text: str) -> str:

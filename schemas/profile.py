@@ -71,6 +71,9 @@ class Profile:
     latent: dict[str, Any]
     digest: str
     per_task: int = 130
+    # [tasks] style: "crmarena" (queries and metadata.required in CRMArena's voice) or "explicit" (every
+    # policy spelled out in metadata.required and "or None if ..." in the query, as orgseed wrote them first)
+    task_style: str = "crmarena"
     # [bounds.<Child>] <Lookup> = [min, max]: children per parent through that lookup (checked by validators)
     bounds: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
@@ -347,6 +350,7 @@ def load_profile(name_or_path: str, model: OrgModel | None = None) -> Profile:
         latent=latent,
         digest=digest,
         per_task=int(plain.get("tasks", {}).get("per_task", 130)),
+        task_style=str(plain.get("tasks", {}).get("style", "crmarena")),
         bounds=bounds,
     )
 
@@ -455,7 +459,15 @@ def _check_latent(latent: dict[str, Any], counts: dict[str, int], model: OrgMode
             ["counts", "ProductCategoryProduct"],
             f"must be at least Product2 ({n_products}): every product belongs to a category.",
         )
-    per_cat = max((len(c["nouns"]) for c in categories.values()), default=0)
+    for name, cat in categories.items():
+        for noun, t in cat.get("types", {}).items():
+            lo, hi = t["grams"]
+            if lo > hi:
+                raise fail(
+                    ["latent", "categories", name, "types", noun, "grams"],
+                    f"is [{lo}, {hi}]: the lightest weight must come first ([low, high] in grams).",
+                )
+    per_cat = max((len(c.get("types") or c["nouns"]) for c in categories.values()), default=0)
     if n_products > 60 * per_cat * len(categories):
         raise fail(["counts", "Product2"], "is more than the category vocabularies can name uniquely.")
     if counts.get("OrderItem", 0) < counts.get("Order", 0):

@@ -13,6 +13,8 @@ module sits on the bottom floor so that both floors above can import it.
 - `contains`: a name or snippet appears, case-insensitive, with runs of whitespace counted as one space.
 - `states_window`: one sentence names a remedy's phrase and its window: "30 days", "30-day",
   "30 calendar days" (the windows are calendar days); "30 business days" or "130 days" do not state it.
+- `zero_price`: a purchase stated at no cost ("$0.00", "$0", "$ 0.0"): nothing orgseed sells is free, so
+  such an amount is a template fed a missing price.
 - `agent_lines` / `offered`: the agent's part of a chat transcript, and the remedies a text offers: a
   remedy's canonical phrase on word boundaries, case- and whitespace-insensitive, outside any mention of the
   case's own issue name (an agent naming the issue "Loyalty points not redeemed" offers nothing).
@@ -183,3 +185,12 @@ def offered(text: str, phrases: Mapping[str, str], issue_name: str | None) -> li
         for remedy, phrase in sorted(phrases.items())
         if norm(phrase) and norm(phrase) in lowered and _phrase(phrase).search(lowered)
     ]
+
+
+ZERO_PRICE_PATTERN = re.compile(r"\$\s?0+(?:\.0+)?(?![.,]?\d)")
+
+
+def zero_price(text: str) -> str | None:
+    """The first zero amount in `text` ("$0.00", "$0"), or None; "$0.99" and "$10" are not zero."""
+    m = ZERO_PRICE_PATTERN.search(text)
+    return m.group(0) if m else None

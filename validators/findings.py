@@ -127,6 +127,11 @@ RULES: dict[str, Rule] = {
         Rule("text.empty", _E, "a free-text field is empty or blank"),
         Rule("text.control-character", _E, "a cell holds a NUL or another control character"),
         Rule(
+            "text.doubled-determiner",
+            _E,
+            'a free text doubles an article or determiner ("My the", "The the", "a the"): a template bug',
+        ),
+        Rule(
             "text.truncated",
             _E,
             "a text looks cut off (ends mid-sentence, with an ellipsis, or at the length limit)",
@@ -136,6 +141,7 @@ RULES: dict[str, Rule] = {
             _E,
             "two texts of the same field are near-duplicates (Jaccard >= 0.5 on word 3-shingles)",
         ),
+        Rule("text.zero-price", _E, "a text states a purchase at no cost ($0.00)"),
         Rule("text.product-missing", _E, "a case's subject and description do not name its product"),
         Rule("text.policy-window", _E, "a policy article does not state an allowed remedy with its window"),
         Rule("text.policy-unknown-remedy", _E, "a policy names a remedy that has no canonical phrase"),

@@ -20,6 +20,7 @@ from schemas.formats import sf_id_suffix
 from schemas.model import SCHEMA_DIR as MODEL_DIR
 from schemas.model import load_model
 from schemas.taskspec import is_task, key_prefix, render_task_schemas, spec, specs, task_names
+from schemas.textrules import zero_price
 
 SCHEMA_DIR = MODEL_DIR / "tasks"
 SCHEMA_FILES = ("tasks.schema.json", "ground_truth.schema.json", "schema_config.schema.json")
@@ -272,6 +273,21 @@ def check_tasks_format(tasks: Sequence[Any]) -> list[Disagreement]:
             if problem:
                 out.append(
                     Disagreement(idx, task, "format", _prefix(kind), doc.get("answer"), problem, "tasks.json")
+                )
+        if isinstance(doc, Mapping) and isinstance(doc.get("query"), str):
+            amount = zero_price(doc["query"])
+            if amount:
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        "a real price",
+                        amount,
+                        f"tasks.json[{pos}].query says an item cost {amount}; nothing is sold for nothing, so "
+                        "the builder gave the writer no price. Pass the product's price and rebuild.",
+                        "tasks.json",
+                    )
                 )
     out.extend(check_block_order([idx_task(d) for d in tasks], "tasks.json"))
     return out

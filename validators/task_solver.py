@@ -37,6 +37,7 @@ from orgs.bundle import Bundle, type_frame
 from schemas.errors import DataFindings
 from schemas.model import load_model
 from schemas.taskspec import MONTHS, task_names
+from validators import fidelity
 
 SEASON_START: dict[str, int] = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 PARAM_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -586,14 +587,19 @@ def solve_knowledge_qa(data: TaskData, params: Mapping[str, Any]) -> Solution:
     if row.empty:
         return Solution(None, problem=f"article {article} is not in latent/Knowledge__kav.csv")
     facts = json.loads(str(row.iloc[0]["_facts"] or "[]"))
-    exact = [f for f in facts if str(f.get("question", "")).strip() == question.strip()]
+    exact = [
+        f
+        for f in facts
+        if question.strip()
+        in {str(f.get("question", "")).strip(), *(str(q).strip() for q in f.get("asks") or [])}
+    ]
     matches = exact or [
         f
         for f in facts
         if _question_pattern(str(f.get("question", ""))).match(" ".join(question.lower().split()))
     ]
     answers = sorted({str(f.get("answer")) for f in matches})
-    details = {"facts": len(facts), "text_has_answer": None}
+    details: dict[str, Any] = {"facts": len(facts), "text_has_answer": None}
     if not answers:
         return Solution(
             None,
@@ -605,6 +611,7 @@ def solve_knowledge_qa(data: TaskData, params: Mapping[str, Any]) -> Solution:
         return Solution(None, answers, ambiguous=tuple(answers), details=details)
     text = data.knowledge_text.get(article)
     details["text_has_answer"] = None if text is None else answers[0].lower() in text.lower()
+    details["question_overlap"] = None if text is None else fidelity.overlap(question, text)
     return Solution(answers[0], answers, None, details=details)
 
 
@@ -703,14 +710,27 @@ def _compare_ned(mine: Solution, theirs: Any) -> str | None:
 
 
 def _check_knowledge(sol: Solution, params: Mapping[str, Any]) -> tuple[Any, Any, str] | None:
-    if sol.answer is None or sol.details.get("text_has_answer") is not False:
+    """Faithful and not copied: the answer is in the article, and the question is not mostly the article's
+    own words (more than half of its word 4-grams in the article makes it a verbatim FAQ line)."""
+    if sol.answer is None:
         return None
-    return (
-        sol.answer,
-        params.get("article_id"),
-        f"the answer {json.dumps(sol.answer, ensure_ascii=False)} does not appear in the FAQ_Answer__c of "
-        f"article {params.get('article_id')}; the agent cannot find it — fix the article text.",
-    )
+    if sol.details.get("text_has_answer") is False:
+        return (
+            sol.answer,
+            params.get("article_id"),
+            f"the answer {json.dumps(sol.answer, ensure_ascii=False)} does not appear in the FAQ_Answer__c of "
+            f"article {params.get('article_id')}; the agent cannot find it — fix the article text.",
+        )
+    share = sol.details.get("question_overlap")
+    if share is not None and share > fidelity.VERBATIM_OVERLAP:
+        return (
+            sol.answer,
+            params.get("article_id"),
+            f"{share:.0%} of the question's word 4-grams appear in the FAQ_Answer__c of article "
+            f"{params.get('article_id')} (at most {fidelity.VERBATIM_OVERLAP:.0%} allowed): the question copies "
+            "the article instead of paraphrasing it — ask it in other words (the fact's `asks`).",
+        )
+    return None
 
 
 register_solver("knowledge_qa", IndependentSolver(solve_knowledge_qa, check=_check_knowledge))

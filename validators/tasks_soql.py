@@ -19,7 +19,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 
 from orgs import crmarena_tools as ct
 from orgs.crmarena_tools import ToolFailed
+from schemas.rekey import rekey
 from schemas.taskspec import task_names
 from validators.task_solver import period_delta, window
 
@@ -409,19 +410,30 @@ def ground_truth_lines(root: Path | str) -> list[dict[str, Any]]:
 
 
 def check_tasks_via_api(
-    root: Path | str, sf: Any, only: Collection[int] | None = None, chunk: int = CHUNK
+    root: Path | str,
+    sf: Any,
+    ids: Mapping[str, str] | None = None,
+    only: Collection[int] | None = None,
+    chunk: int = CHUNK,
 ) -> SoqlCheck:
     """Re-derive the instances of `tasks/ground_truth.jsonl` (those whose idx is in `only`, else all) through
     `sf` and compare with the answers. `sf` is a simple-salesforce client, or anything answering its `query`,
-    `query_all` and `search` the same way (`orgs.local.inprocess.InProcessClient`)."""
+    `query_all` and `search` the same way (`orgs.local.inprocess.InProcessClient`). `ids` (bundle id -> org
+    id): the org was loaded from the bundle and gave its records new ids; the ground truth and the latent
+    tables are re-keyed before the check (schemas/rekey.py). `chunk`: ids per list in one query (`OrgTools`)."""
     root = Path(root)
     tools = OrgTools(sf, chunk)
     ctx = BundleContext(root)
+    if ids:
+        ctx.articles = {ids.get(k, k): v for k, v in ctx.articles.items()}
+        ctx.issue_keys = {ids.get(k, k): v for k, v in ctx.issue_keys.items()}
     out: list[SoqlDisagreement] = []
     outcomes: dict[int, tuple[Any, bool]] = {}
     wanted = None if only is None else set(only)
     lines = [g for g in ground_truth_lines(root) if wanted is None or g["idx"] in wanted]
     for g in lines:
+        if ids:
+            g = rekey(g, ids)
         task, params, expected = g["task"], g["params"], g["answer"]
         check = API_CHECKS.get(task)
         if check is None:

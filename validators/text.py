@@ -44,7 +44,9 @@ from schemas.textrules import (
     offered,
     states_window,
     truncation,
+    zero_price,
 )
+from validators import fidelity
 from validators.findings import Finding, finding, show
 from validators.load import POLICIES, BundleData
 
@@ -59,6 +61,7 @@ __all__ = [
     "near_duplicates",
     "offered",
     "truncation",
+    "zero_prices",
 ]
 
 NEAR_DUPLICATE_SCOPE: tuple[tuple[str, str], ...] = (
@@ -78,6 +81,8 @@ def check_text(data: BundleData) -> list[Finding]:
     out: list[Finding] = []
     out.extend(_presence(data.raw, data.model))
     out.extend(_controls(data.raw))
+    out.extend(_doublings(data.raw))
+    out.extend(zero_prices(data.raw))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
     out.extend(_policies(data))
@@ -149,6 +154,64 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                         field=column,
                         file=_file(sobject),
                         line=int(frame["_line"].iat[pos]),
+                    )
+                )
+    return out
+
+
+def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    """Every free-text field (`FREE_TEXT`) of every record that doubles an article or determiner ("My the
+    product", "The an XL", "a the"): one finding per record and field, quoting the first doubling."""
+    out = []
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            if not isinstance(text, str):
+                continue
+            found = fidelity.doublings(text)
+            if not found:
+                continue
+            at = fidelity.DOUBLING.search(text)
+            where = text[max(0, at.start() - 30) : at.end() + 30] if at else found[0]
+            out.append(
+                finding(
+                    "text.doubled-determiner",
+                    f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r} (in {where!r}"
+                    + (f", and {len(found) - 1} more" if len(found) > 1 else "")
+                    + "); fix the writer's template that produced it and rebuild.",
+                    object=spec.sobject,
+                    record=rid,
+                    field=spec.field,
+                    file=_file(spec.sobject),
+                    line=line,
+                )
+            )
+    return out
+
+
+def zero_prices(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+    """Every written text that states a purchase at no cost ("$0.00"): a template fed a missing price."""
+    out = []
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None or spec.field not in frame.columns:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            amount = zero_price(str(text)) if isinstance(text, str) else None
+            if amount:
+                out.append(
+                    finding(
+                        "text.zero-price",
+                        f"{spec.sobject} {rid}: `{spec.field}` says the item cost {amount}; nothing is sold "
+                        "for nothing, so the writer was given no price. Pass the order item's UnitPrice "
+                        "and rebuild.",
+                        object=spec.sobject,
+                        record=rid,
+                        field=spec.field,
+                        file=_file(spec.sobject),
+                        line=line,
                     )
                 )
     return out

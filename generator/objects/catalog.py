@@ -76,16 +76,24 @@ class Product2Generator(ObjectGenerator):
 
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         prods = ctx.world.products
+        cats = ctx.world.categories
         out = []
         for rid, pidx in zip(frame["Id"], frame["_product"], strict=True):
             w = prods.iloc[int(pidx)]
-            out.append(
-                TextRequest(
-                    TextKind.PRODUCT,
-                    str(rid),
-                    {"category": w["category"], "noun": w["noun"], "modifier_index": int(w["modifier_idx"])},
+            facts: dict[str, Any] = {
+                "category": w["category"],
+                "noun": w["noun"],
+                "modifier_index": int(w["modifier_idx"]),
+            }
+            if w["material"]:
+                # The product's own attributes (world.py draws them from its type's ranges in the profile).
+                facts.update(
+                    material=str(w["material"]),
+                    features=str(w["features"]).split("; "),
+                    weight_grams=int(w["weight_grams"]),
+                    uses=list(cats[int(w["category_idx"])].uses),
                 )
-            )
+            out.append(TextRequest(TextKind.PRODUCT, str(rid), facts))
         return out
 
 
@@ -308,7 +316,7 @@ class KnowledgeGenerator(ObjectGenerator):
                 "facts": topic.facts,
                 "data": topic.data,
             }
-            if topic.kind == "category_guide":
+            if topic.kind in ("category_guide", "product_guide"):
                 cat = next((c for c in ctx.world.categories if c.name == topic.data.get("category")), None)
                 facts["nouns"] = list(cat.nouns) if cat else []
             if topic.kind == "issue_policy":

@@ -15,8 +15,17 @@ from statistics import median
 from typing import Any
 
 from generator.rng import derive_seed
-from generator.tasks.common import DOMAIN_DETAILS, Instance, OrgData, Solution, TaskBuildError, fill
+from generator.tasks.common import (
+    DOMAIN_DETAILS,
+    Instance,
+    OrgData,
+    Solution,
+    TaskBuildError,
+    fill,
+    within_span,
+)
 from generator.tasks.registry import BUILDERS, builder
+from generator.tasks.voice import apply_voice
 from generator.text.base import TextKind, TextRequest, TextWriter
 from orgs.bundle import Bundle
 from schemas.model import OrgModel
@@ -131,7 +140,10 @@ async def build_tasks(
             prepared[task] = await b.prepare(data, rng(str(b.prepare_stream)), per_task, writer)
     while True:
         # every task at the same count n (CRMArena's blocks); with `adapt`, lowered to what every task yields
-        samplers = {task: b.sampler(data, prepared.get(task)) for task, b in builders.items()}
+        first = data.span_start.date()
+        samplers = {
+            task: within_span(b.sampler(data, prepared.get(task)), first) for task, b in builders.items()
+        }
         blocks = {
             s.name: fill(s.name, n, s.none_share, rng(s.name), samplers[s.name], partial=adapt) for s in tasks
         }
@@ -146,6 +158,8 @@ async def build_tasks(
             )
         n = fewest
     instances = [inst for s in tasks for inst in blocks[s.name]]
+    if data.style == "crmarena":
+        apply_voice(instances, seed)
     await _paraphrase(instances, writer)
     _write(Bundle(root), data.model, instances, answer_format)
     return TaskSet(instances, n, dict(counting.requests), requested=per_task, short=short)

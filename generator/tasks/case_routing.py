@@ -100,6 +100,8 @@ async def draft_new_cases(
     world_products = pd.read_csv(data.root / "latent" / "world" / "products.csv")
     noun_of = dict(zip(data.products["Id"], world_products["noun"], strict=True))
     cat_of = dict(zip(data.products["Id"], world_products["category"], strict=True))
+    # What the new case's customer paid: the product's list price (never "$0.00").
+    price_of = dict(zip(data.products["Id"], world_products["base_price"], strict=True))
     issue_names = dict(zip(data.issues["Id"], data.issues["Name"], strict=True))
     firsts = sorted(set(data.contacts["FirstName"]))
     requests, drafts = [], []
@@ -121,7 +123,7 @@ async def draft_new_cases(
             "order_date": (when - timedelta(days=rng.randint(2, 20))).isoformat(),
             "tone": rng.choice(["polite", "frustrated", "brief", "detailed", "anxious"]),
             "want": "",
-            "price": 0,
+            "price": float(price_of[product]),
             "days_since": rng.randint(2, 20),
         }
         requests.append(TextRequest(TextKind.CASE, key, facts))

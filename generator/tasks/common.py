@@ -126,6 +126,33 @@ def window_from_params(params: dict[str, Any]) -> Window:
     return relative_window(today, params["period"], int(params["interval_count"]))
 
 
+def asked_from(params: dict[str, Any]) -> date | None:
+    """The earliest day an instance asks about: its period's start (relative or named), or for NED the
+    purchase date (today − N days/weeks/months); None for tasks without a date (routing, PVI, knowledge)."""
+    if "period_name" in params or "end_date" in params:
+        return window_from_params(params).start.date()
+    if {"today_date", "period", "interval_count"} <= params.keys():
+        today = datetime.strptime(params["today_date"], "%Y-%m-%dT%H:%M:%SZ").date()
+        unit = {"day": "days", "week": "weeks", "month": "months"}.get(str(params["period"]))
+        if unit is not None:
+            return today - relativedelta(**{unit: int(params["interval_count"])})
+    return None
+
+
+def within_span(sample: Callable[[random.Random, bool], Instance | None], first: date) -> Any:
+    """`sample`, refusing any instance that asks about a day before the data starts (issue 16 item 5: such an
+    instance's answer would be None only because the org has no data yet, which an agent could guess)."""
+
+    def guarded(rng: random.Random, want_none: bool) -> Instance | None:
+        inst = sample(rng, want_none)
+        if inst is None:
+            return None
+        earliest = asked_from(inst.params)
+        return None if earliest is not None and earliest < first else inst
+
+    return guarded
+
+
 @dataclass
 class Solution:
     """A solver's answer with the per-candidate values behind it and the winner's margin."""
@@ -178,6 +205,29 @@ class OrgData:
         self.bundle = Bundle(root)
         self.manifest = self.bundle.read_manifest()
         self.cache: dict[str, Any] = {}
+
+    @property
+    def style(self) -> str:
+        """The profile's `[tasks] style` the bundle was built with (bundles from before it: "explicit")."""
+        return str((self.manifest.get("profile") or {}).get("task_style", "explicit"))
+
+    def customer_words(self) -> dict[str, list[str]]:
+        """Product type → the words customers use for it (`aka` in the bundle's profile; {} when unreadable)."""
+        from schemas.errors import OrgseedError
+        from schemas.profile import load_profile
+
+        path = (self.manifest.get("profile") or {}).get("path")
+        try:
+            profile = load_profile(str(path), self.model) if path else None
+        except (OrgseedError, OSError):
+            profile = None
+        if profile is None:
+            return {}
+        return {
+            noun: list(t.get("aka", []))
+            for cat in profile.latent["categories"].values()
+            for noun, t in cat.get("types", {}).items()
+        }
 
     def frame(self, name: str) -> pd.DataFrame:
         key = f"frame:{name}"

@@ -181,6 +181,8 @@ def sampler_named_entity(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     queue = list(drafts)
 
+    voice = _CustomerVoice(data, ix) if data.style == "crmarena" else None
+
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
         if not queue:
             return None
@@ -188,6 +190,8 @@ def sampler_named_entity(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
         if pos is None:
             return None
         d = queue.pop(pos)
+        if voice is not None:
+            return voice.instance(d, rng)
         name = names[d["product_id"]]
         noun_words = name.split()[1:]
         term = _unique_term(ix, d["product_id"], d["mine"], [d["term"], " ".join(noun_words), name])
@@ -225,3 +229,87 @@ def sampler_named_entity(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
         )
 
     return sample
+
+
+CUSTOMER_TEMPLATES = (
+    "Can you display the {mention} I purchased {when}?",
+    "Could you pull up the {mention} I bought {when}?",
+    "Can you look up the {mention} I got {when}?",
+    "Please show me the {mention} I ordered {when}.",
+    "I'm after the details of the {mention} I ordered {when}. Which product was it?",
+    "Which product is the {mention} I purchased {when}?",
+    "Can you find the {mention} from my order {when}?",
+    "I need the {mention} I bought {when}. Can you bring it up?",
+)
+CUSTOMER_TAIL = " Return only the Id of the product from the contact's relevant past transaction."
+
+
+class _CustomerVoice:
+    """NED in CRMArena's voice: the customer describes the product as a customer would (the words people use
+    for its type, its material, a feature, or just its type), never by its exact name. The search term (the
+    instance's `ambiguous_product_name`) is the part of the description that is in the product's name; it
+    matches the product and none of the contact's other purchases, so purchase history plus search resolve
+    it to exactly one answer (or to None for a product the contact never bought)."""
+
+    def __init__(self, data: OrgData, ix: dict[str, Any]) -> None:
+        self.ix = ix
+        self.data_ref = data
+        self.names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
+        world = pd.read_csv(data.root / "latent" / "world" / "products.csv", dtype=str, keep_default_na=False)
+        self.noun = dict(zip(data.products["Id"], world["noun"], strict=True))
+        cols = {c: world[c] if c in world.columns else [""] * len(world) for c in ("material", "features")}
+        self.material = dict(zip(data.products["Id"], cols["material"], strict=True))
+        self.features = dict(zip(data.products["Id"], cols["features"], strict=True))
+        self.aka = data.customer_words()
+
+    def candidates(self, product: str) -> list[tuple[str, str]]:
+        """(what the customer says, the search term in it): the term's words are all in the product's name."""
+        noun = self.noun[product]
+        low = noun.lower()
+        name_toks = self.ix["name"][product]
+        out = [(low, noun)]
+        for aka in self.aka.get(noun, []):
+            term = " ".join(w for w in TOKEN.findall(aka) if w.lower() in name_toks)
+            if term:
+                out.append((aka, term))
+        if self.material[product]:
+            out.append((f"{self.material[product]} {low}", noun))
+        for feature in [f for f in str(self.features[product]).split("; ") if f]:
+            out.append((f"{low} with {feature}", noun))
+        return out
+
+    def instance(self, d: dict[str, Any], rng: random.Random) -> Instance | None:
+        product = d["product_id"]
+        name = self.names[product].lower()
+        options = self.candidates(product)
+        rng.shuffle(options)
+        for mention, term in options:
+            toks = _tokens(term)
+            if name in mention.lower() or not toks <= self.ix["name"][product]:
+                continue
+            if any(toks <= self.ix["text"][p] for p in d["mine"] if p != product):
+                continue
+            break
+        else:
+            return None
+        params = {
+            "contact_id": d["contact_id"],
+            "today_date": iso(d["today"]),
+            "period": d["period"],
+            "interval_count": d["count"],
+            "ambiguous_product_name": term,
+        }
+        sol = solve_named_entity(self.data_ref, params)
+        when = _period_phrase(rng, d["period"], d["count"])
+        query = rng.choice(CUSTOMER_TEMPLATES).format(mention=mention, when=when)
+        required = f"- Contact Id interacting: {d['contact_id']}\n- Today's date: {d['today'].isoformat()}"
+        return Instance(
+            "named_entity_disambiguation",
+            query,
+            sol.answer,
+            required,
+            params,
+            sol,
+            {"mention": mention},
+            tail=CUSTOMER_TAIL,
+        )

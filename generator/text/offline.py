@@ -15,7 +15,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
-from generator.text import vocab
+from generator.text import articles, vocab
 from generator.text.base import TextKind, TextRequest, TextWriter
 from schemas.gcpause import gc_paused
 
@@ -39,6 +39,22 @@ def product_name(noun: str, modifier_index: int) -> str:
         return f"{first} {noun}"
     second = vocab.MODIFIERS[(modifier_index // n + modifier_index) % n]
     return f"{first} {second} {noun}"
+
+
+def _listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def weight_text(grams: int) -> str:
+    """`280 grams`, `1.25 kg`, `16 kg`: a weight as a product page would state it."""
+    if grams < 1000:
+        return f"{grams} grams"
+    kg = f"{grams / 1000:.2f}".rstrip("0").rstrip(".")
+    return f"{kg} kg"
 
 
 def _title(key: str) -> str:
@@ -82,21 +98,26 @@ class OfflineWriter(TextWriter):
 
     def _product(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         name = product_name(str(f["noun"]), int(f["modifier_index"]))
-        feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
-        a, b = rng.sample(feats, 2)
-        use = rng.choice(vocab.PRODUCT_USES)
+        if f.get("features"):
+            a, b = (str(x) for x in f["features"][:2])
+        else:
+            feats = vocab.PRODUCT_FEATURES.get(str(f["category"]), ["a comfortable fit", "durable materials"])
+            a, b = rng.sample(feats, 2)
+        use = rng.choice(list(f.get("uses") or vocab.PRODUCT_USES))
         first = rng.choice(vocab.PRODUCT_TEMPLATES).format(
             name=name, use=use, a=a, b=b, a_cap=a[:1].upper() + a[1:], noun_lower=str(f["noun"]).lower()
         )
         c1, c2, c3 = rng.sample(vocab.COLOURS, 3)
         extras = rng.sample(vocab.PRODUCT_EXTRAS, 2)
+        grams = int(f.get("weight_grams") or rng.randrange(60, 900, 5))
         fill = {
             "colour": c1,
             "colour2": c2,
             "colour3": c3,
             "season": rng.choice(vocab.SEASONS_WORD),
             "rating": f"{rng.uniform(3.9, 4.9):.1f}",
-            "weight": rng.randrange(60, 900, 5),
+            "weight": weight_text(grams),
+            "material": str(f.get("material") or "durable materials"),
             "city": rng.choice(vocab.TEAM_CITIES),
             "pct": rng.randrange(20, 90, 5),
         }
@@ -117,133 +138,232 @@ class OfflineWriter(TextWriter):
     # -- knowledge -----------------------------------------------------------------------------------
 
     def _knowledge(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        """An article in prose (`articles.SECTIONS`), stating each planted fact in one of its `says` sentences
+        and a policy's windows in `vocab.REMEDY_RULES` sentences; no Q:/A: lines."""
         kind = str(f["kind"])
-        facts: list[Mapping[str, str]] = list(f["facts"])
+        facts: list[Mapping[str, Any]] = list(f["facts"])
         company = self.company
+
+        def said(fact: Mapping[str, Any]) -> str:
+            says = list(fact.get("says") or ["{answer}."])
+            text = rng.choice(says).replace("{answer}", str(fact["answer"]))
+            return text[:1].upper() + text[1:]
+
         if kind == "issue_policy":
             iname = str(f["issue_name"])
             ikey = str(f["subject"])
+            low = iname.lower()
+            values = {"company": company, "issue": low, "subject": low}
             title = rng.choice(
-                [f"{iname}: Resolution Policy", f"Policy: Resolving {iname} Cases", f"{iname} Policy"]
-            )
+                [f"{iname}: Resolution Policy", f"Policy: Resolving {iname} Cases", f"{iname} Policy",
+                 f"How We Handle {iname}", f"{iname}: Agent Guidelines"]
+            )  # fmt: skip
+            phrases = dict(f["remedy_phrases"])
             rules = []
             for rkey, window in dict(f["remedies"]).items():
-                phrase = dict(f["remedy_phrases"])[rkey]
+                phrase = phrases[rkey]
                 a_phrase = f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
                 rules.append(
-                    "- "
-                    + rng.choice(vocab.REMEDY_RULES).format(
+                    rng.choice(vocab.REMEDY_RULES).format(
                         phrase=phrase,
                         a_phrase=a_phrase,
                         A_phrase=a_phrase[:1].upper() + a_phrase[1:],
                         window=f"{window} day" if int(window) == 1 else f"{window} days",
                     )
                 )
-            allowed = ", ".join(
-                dict(f["remedy_phrases"])[r] for r in dict(f["remedies"])
-            )  # planted: stated verbatim
-            steps = list(vocab.ISSUE_STEPS.get(ikey, []))
-            rng.shuffle(steps)
+            allowed = ", ".join(phrases[r] for r in dict(f["remedies"]))
             examples = [
-                e.format(product="the product").replace("the the", "the")
+                e.format(product=rng.choice(articles.EXAMPLE_PRODUCTS))
                 for e in rng.sample(
                     vocab.ISSUE_PROBLEMS.get(ikey, []), min(2, len(vocab.ISSUE_PROBLEMS.get(ikey, [])))
                 )
             ]
-            body = "\n".join(
+            intro = rng.choice(
                 [
-                    rng.choice(
-                        [
-                            f"This article sets out how {company} agents resolve cases about {iname.lower()}.",
-                            f"Use this policy whenever a customer contacts {company} about {iname.lower()}.",
-                            f"Agents handling {iname.lower()} cases at {company} follow the rules below.",
-                        ]
-                    ),
-                    str(f.get("issue_description", "")),
-                    "",
-                    "Typical reports: " + " / ".join(f'"{x}"' for x in examples) if examples else "",
-                    "",
-                    "Handling steps:",
-                    *[f"{i + 1}. {step}" for i, step in enumerate(steps)],
-                    "",
-                    "Allowed resolutions:",
-                    *rules,
-                    "",
-                    f"Only these resolutions ({allowed}) may be offered for {iname.lower()} cases, and only within the "
-                    "windows above, counted in calendar days from the purchase date. Offering any other resolution, "
-                    "or offering one after its window has passed, is a policy violation.",
-                    "",
-                    "Frequently asked:",
-                    *[
-                        f"Q: {q['question'].replace('{issue}', iname.lower())}\nA: "
-                        + (
-                            f"Within {q['answer']}."
-                            if q.get("remedy")
-                            else f"{q['answer'][:1].upper()}{q['answer'][1:]}."
-                        )
-                        for q in facts
-                    ],
+                    f"This article sets out how {company} agents resolve cases about {low}.",
+                    f"Use this policy whenever a customer contacts {company} about {low}.",
+                    f"Agents handling {low} cases at {company} follow the guidance below.",
                 ]
             )
-            summary = f"Which resolutions agents may offer for {iname.lower()} cases, and within how many days of purchase."
-            return {"title": title, "summary": summary, "body": body}
+            opening = " ".join([intro, str(f.get("issue_description", ""))])
+            if examples:
+                opening += " " + rng.choice(
+                    [
+                        "Customers tend to put it in their own words, for instance:",
+                        "Typical messages read like this:",
+                    ]
+                )
+                opening += " " + " ".join(f'"{x}"' for x in examples)
+            steps = [str(s) for s in vocab.ISSUE_STEPS.get(ikey, [])]
+            rng.shuffle(steps)
+            handling = [said(x) for x in facts if x.get("says")]
+            links = ["To begin,", "Then,", "After that,", "Finally,"]
+            step_text = " ".join(
+                f"{links[min(i, 3)] if i < len(steps) - 1 or i == 0 else links[3]} {s[:1].lower()}{s[1:]}"
+                for i, s in enumerate(steps)
+            )
+            closing = (
+                f"Only these resolutions ({allowed}) may be offered for {low} cases, and only within the windows "
+                "above, counted in calendar days from the purchase date. Offering any other resolution, or "
+                "offering one after its window has passed, is a policy violation."
+            )
+            prose = articles.paragraphs(rng, "policy", values)
+            body = [
+                opening,
+                prose[0],
+                " ".join([step_text, *handling]).strip(),
+                " ".join(
+                    [
+                        rng.choice(
+                            [
+                                "The resolutions are tied to the purchase date.",
+                                "Which remedy is possible depends on the date of purchase.",
+                            ]
+                        ),
+                        *rules,
+                        closing,
+                    ]
+                ),
+                *prose[1:],
+            ]
+            summary = rng.choice(
+                [
+                    f"Which resolutions agents may offer for {low} cases, and within how many days of purchase.",
+                    f"How to handle {low} cases: checks, resolutions and their time limits.",
+                ]
+            )
+            return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
         if kind == "general":
-            subject = _title(str(f["subject"]))
-            title = rng.choice([subject, f"{company} {subject}", f"Understanding Our {subject}"])
+            key = str(f["subject"])
+            subject = _title(key)
+            values = {"company": company, "subject": subject.lower()}
+            title = rng.choice(
+                [
+                    subject,
+                    f"{company} {subject}",
+                    f"Understanding Our {subject}",
+                    f"{subject}: What You Need to Know",
+                ]
+            )
             intro = rng.choice(
                 [
                     f"This article explains the {subject.lower()} of {company}.",
                     f"Here is what customers and agents need to know about our {subject.lower()}.",
-                    f"Our {subject.lower()} in brief, for agents answering customer questions.",
+                    f"Our {subject.lower()} in brief, for customers and for the agents answering them.",
                 ]
             )
-            lines = [intro, ""]
-            for q in facts:
-                lines.append(f"Q: {q['question']}\nA: {q['answer']}.")
+            prose = articles.paragraphs(rng, "general", values)
+            stated = [said(x) for x in facts]
+            more = list(articles.SUBJECT_MORE.get(key, []))
+            rng.shuffle(more)
+            body = [
+                " ".join([intro, prose[0]]),
+                " ".join([*stated[:2], articles.SUBJECT_PROSE.get(key, "")]).strip(),
+                *more[:1],
+                " ".join(stated[2:]),
+                prose[3],
+                *more[1:],
+                *prose[1:3],
+                *prose[4:],
+            ]
             return {
                 "title": title,
                 "summary": f"Key facts about the {subject.lower()} at {company}.",
-                "body": "\n".join(lines),
+                "body": "\n\n".join(p for p in body if p),
             }
         data = dict(f.get("data", {}))
         subject = str(f["subject"])
-        guide = str(data.get("guide", "product"))
-        if guide == "sizing":
-            title = rng.choice(
-                [f"{subject} Sizing Guide", f"How {subject} Fit", f"Finding Your Size: {subject}"]
-            )
-        elif guide == "care":
-            title = rng.choice(
-                [f"Caring for {subject}", f"{subject} Care Instructions", f"How to Wash {subject}"]
-            )
-        else:
-            title = rng.choice([f"Getting the Most from Your {subject}", f"{subject}: Buying Guide"])
         category = str(data.get("category", subject))
-        nouns = [str(x) for x in f.get("nouns", [])]
-        feats = vocab.PRODUCT_FEATURES.get(category, [])
-        tips = list(vocab.GUIDE_TIPS.get(guide, vocab.GUIDE_TIPS["care"]))
-        rng.shuffle(tips)
-        lines = [
-            rng.choice(
-                [
-                    f"A quick guide to {subject.lower()} from {company}.",
-                    f"Tips from our product team on {subject.lower()}.",
-                    f"What to know about {subject.lower()} before and after you buy.",
-                ]
-            ),
-        ]
-        if nouns:
-            lines.append(
-                f"This guide covers our {', '.join(n.lower() for n in nouns[:-1])} and {nouns[-1].lower()}."
+        if kind == "category_guide":
+            nouns = [str(x) for x in f.get("nouns", [])]
+            forms = articles.noun_forms(rng.choice(nouns) if nouns else subject)
+            values = {
+                "company": company,
+                "cat": category,
+                "noun_pl": forms["noun_pl"],
+                "subject": subject.lower(),
+            }
+            title = rng.choice(
+                [f"Caring for Your {category}", f"{category}: Care, Fit and Warranty",
+                 f"{category} Care Guide", f"Looking After {category} Products"]
+            )  # fmt: skip
+            prose = articles.paragraphs(rng, "care", values)
+            stated = [said(x) for x in facts]
+            tips = list(vocab.GUIDE_TIPS["care"])
+            rng.shuffle(tips)
+            covers = (
+                f"The range includes {', '.join(n.lower() for n in nouns[:-1])} and {nouns[-1].lower()}."
+                if len(nouns) > 1
+                else ""
             )
-        if feats:
-            lines.append(f"Most of them feature {', '.join(feats[:-1])} and {feats[-1]}.")
-        lines.append("")
-        lines.extend(f"- {t}" for t in tips[:3])
-        lines.append("")
-        for q in facts:
-            lines.append(f"Q: {q['question']}\nA: {q['answer'][:1].upper()}{q['answer'][1:]}.")
-        return {"title": title, "summary": f"Guidance on {subject.lower()}.", "body": "\n".join(lines)}
+            feats = list(vocab.PRODUCT_FEATURES.get(category, []))
+            rng.shuffle(feats)
+            made = (
+                rng.choice(
+                    [
+                        f"Across the {category} range you will find {_listed(feats)}.",
+                        f"Depending on the model, products in the range feature {_listed(feats)}.",
+                        f"The range is built around {_listed(feats)}.",
+                    ]
+                )
+                if feats
+                else ""
+            )
+            body = [
+                " ".join([prose[0], covers]).strip(),
+                " ".join([made, prose[4]]).strip(),
+                " ".join(stated[:3]),
+                " ".join([prose[1], *tips[:2]]),
+                prose[5],
+                " ".join([prose[2], *stated[3:-1]]) if len(stated) > 4 else prose[2],
+                " ".join([stated[-1], prose[3]]),
+                prose[7],
+                prose[6],
+            ]
+            summary = f"How to clean, store and size {category.lower()} products, and how long their warranty lasts."
+            return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
+        forms = articles.noun_forms(subject)
+        values = {
+            "company": company,
+            "cat": category,
+            "noun_pl": forms["noun_pl"],
+            "subject": subject.lower(),
+        }
+        title = rng.choice(
+            [f"Getting the Most from Your {subject}", f"{subject}: Features, Care and Troubleshooting",
+             f"Your {subject} Questions Answered", f"{subject} Guide"]
+        )  # fmt: skip
+        prose = articles.paragraphs(rng, "product", values)
+        stated = [said(x) for x in facts]
+        feats = list(vocab.PRODUCT_FEATURES.get(category, []))
+        rng.shuffle(feats)
+        uses = rng.sample(vocab.PRODUCT_USES, 2)
+        others = [str(n).lower() for n in f.get("nouns", []) if str(n) != subject]
+        rng.shuffle(others)
+        about = " ".join(
+            x
+            for x in [
+                f"Our {forms['noun_pl']} are made for {uses[0]} and {uses[1]}.",
+                f"Depending on the model, they feature {_listed(feats[:4])}." if feats else "",
+                f"Customers often pair them with {others[0]} or {others[1]} from the {category} range."
+                if len(others) > 1
+                else "",
+            ]
+            if x
+        )
+        body = [
+            " ".join([prose[0], about]),
+            prose[3],
+            " ".join(stated[:2]),
+            " ".join([prose[1], *stated[2:3]]),
+            prose[4],
+            " ".join([*stated[3:], prose[6]]),
+            prose[7],
+            prose[5],
+            prose[2],
+        ]
+        summary = f"Features, lifespan, care and quick fixes for {forms['noun_pl']}."
+        return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
 
     # -- cases and conversations -----------------------------------------------------------------------
 

@@ -619,7 +619,7 @@ ISSUE_DETAILS = {
     "size_mismatch": [
         "I normally wear {size} and that's what I ordered.",
         "I measured my foot against your chart twice before picking {size}.",
-        "The {size} feels like it was cut for someone much smaller.",
+        "What I got in {size} feels like it was cut for someone much smaller.",
         "The length is fine but it's far too narrow around the {part}.",
         "I compared it with my old pair and it's at least a half size off.",
     ],
@@ -771,7 +771,8 @@ PRODUCT_EXTRAS = [
     "Backed by our warranty.",
     "A favourite of our run club.",
     "Rated {rating} out of 5 by customers.",
-    "Weighs just {weight} grams.",
+    "Weighs {weight}.",
+    "Made from {material}.",
     "Designed with athletes from our {city} team.",
     "Recycled materials make up {pct}% of it.",
     "Pairs well with the rest of the {season} line.",

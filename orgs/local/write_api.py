@@ -15,6 +15,8 @@ routes answer it 405, as before.
 
 from __future__ import annotations
 
+import re
+import secrets
 from typing import Any
 
 import orjson
@@ -23,10 +25,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from orgs.local.api import GET, OrgCall, _json_body, authorise
-from orgs.local.errors import OrgApiError
+from orgs.local.bulk import ADMIN_USER_ID
+from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.writable.dml import ROLLED_BACK, DmlError, RecordError, SaveResult
 
 COLLECTION_MAX = 200
+TOOLING_EMPTY = {
+    n.lower(): n for n in ("ValidationRule", "ApexTrigger", "FlowDefinitionView", "WorkflowRule")
+}
 DUPLICATE_HEADER = "sforce-duplicate-rule-header"
 
 
@@ -251,6 +257,50 @@ def write_routes() -> list[BaseRoute]:
                 }
             )
         return call.reply(orjson.dumps(out))
+
+    async def userinfo(request: Request) -> Response:
+        """OpenID Connect userinfo: who the session is (the API user) and which org."""
+        state = request.app.state.org
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
+            value.strip().encode("utf-8", "surrogateescape"), state.token
+        ):
+            raise InvalidSession()
+        org = state.org
+        user = getattr(org, "api_user_id", ADMIN_USER_ID)
+        body = {
+            "sub": f"https://login.salesforce.com/id/{org.org_id}/{user}",
+            "user_id": user,
+            "organization_id": org.org_id,
+            "preferred_username": state.access.username,
+        }
+        return Response(orjson.dumps(body), media_type="application/json")
+
+    routes.append(Route("/services/oauth2/userinfo", userinfo, methods=["GET"], include_in_schema=False))
+
+    @add((v + "/tooling/query", v + "/tooling/query/"), GET)
+    async def tooling_query(request: Request) -> Response:
+        """The Tooling API's query, for the automation a loader must know about: an embedded org has no
+        validation rule, trigger or flow, so those answer empty; other Tooling objects are not served."""
+        call = await authorise(request)
+        q = request.query_params.get("q") or ""
+        m = re.search(r"\bFROM\s+(\w+)", q, re.I)
+        entity = m.group(1) if m else ""
+        if entity.lower() not in TOOLING_EMPTY:
+            raise OrgApiError(
+                f"sObject type '{entity}' is not supported by this org's Tooling API (it serves "
+                f"{', '.join(sorted(TOOLING_EMPTY.values()))}).",
+                error_code="INVALID_TYPE",
+            )
+        body: dict[str, Any] = {
+            "size": 0,
+            "totalSize": 0,
+            "done": True,
+            "queryLocator": None,
+            "entityTypeName": TOOLING_EMPTY[entity.lower()],
+            "records": [],
+        }
+        return call.reply(orjson.dumps(body))
 
     from orgs.local.writable.metadata import metadata_routes
 

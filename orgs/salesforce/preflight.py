@@ -81,8 +81,8 @@ def check_capacity(
                 "licences",
                 agents,
                 licences_free,
-                f"User licences: {agents} agents to create as users, {licences_free} licences free. Add licences, "
-                "or upload agents with the documented fallback (no users).",
+                f"User licences: {agents} agents to create as active users, {licences_free} licences free. Add "
+                "licences, or upload with --inactive-agents (inactive users hold no licence).",
             )
         )
     return findings

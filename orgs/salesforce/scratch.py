@@ -13,10 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def scratch_definition(counts: Mapping[str, int], org_name: str = "orgseed benchmark org") -> dict[str, Any]:
-    """The scratch-org definition (JSON-ready) for a bundle whose manifest counts are `counts`."""
+def scratch_definition(
+    counts: Mapping[str, int], org_name: str = "orgseed benchmark org", person_accounts: bool = False
+) -> dict[str, Any]:
+    """The scratch-org definition (JSON-ready) for a bundle whose manifest counts are `counts`
+    (`person_accounts`: its accounts are people, which needs the PersonAccounts feature, seeding.md B13)."""
     has = {name for name, n in counts.items() if n > 0}
-    features: list[str] = []
+    features: list[str] = ["PersonAccounts"] if person_accounts else []
     settings: dict[str, Any] = {
         # every loaded object keeps its historical dates: the audit-fields preference
         "securitySettings": {"enableAuditFieldsInactiveOwner": True},

@@ -175,7 +175,7 @@ def test_cases_come_from_activated_orders_of_their_customer(org: dict[str, pd.Da
         assert c.CreatedDate > order["EffectiveDate"]
         if pd.notna(c.ClosedDate):
             assert c.Status == "Closed" and c.ClosedDate > c.CreatedDate
-    assert pd.Timestamp("2020-06-01") <= org["Case"]["CreatedDate"].min()
+    assert pd.Timestamp("2019-06-01") <= org["Case"]["CreatedDate"].min()
     assert org["Case"]["CreatedDate"].max() < pd.Timestamp("2024-06-01")
 
 

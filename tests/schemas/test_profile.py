@@ -23,7 +23,7 @@ def test_crmarena_profile_has_the_paper_counts() -> None:
         assert p.counts[name] == count
     assert 10 <= p.counts["Issue__c"] <= 15
     assert p.counts["Account"] == p.counts["Contact"]
-    assert p.span.start.isoformat() == "2020-06-01" and p.span.end.isoformat() == "2024-05-31"
+    assert p.span.start.isoformat() == "2019-06-01" and p.span.end.isoformat() == "2024-05-31"
     assert p.company.name == "Shoes & Clothings"
 
 
@@ -81,8 +81,14 @@ BAD = [
     ("end before start", _replace("end = 2024-05-31", "end = 2019-05-31"), "end = 2019-05-31", "must be after"),
     ("inconsistent entries", _replace("PricebookEntry = 22000", "PricebookEntry = 30000"), "PricebookEntry = 30000",
      "between 500"),
-    ("unknown category", _replace('[latent.categories."Cycling"]', '[latent.categories."Skiing"]'),
+    ("unknown category", BASE.replace('latent.categories."Accessories"', 'latent.categories."Skiing"'),
      '[latent.categories."Skiing"]', "not a value of Product2.Family"),
+    ("bad task style", _replace('style = "crmarena"', 'style = "verbose"'), 'style = "verbose"',
+     "is not one of ['crmarena', 'explicit']"),
+    ("weights reversed", _replace("grams = [4000, 24000]", "grams = [24000, 4000]"), "grams = [24000, 4000]",
+     "the lightest weight must come first"),
+    ("one feature", _replace('features = ["a wide smooth handle", "a flat base", "colour-coded weight markings"]',
+                              'features = ["a flat base"]'), 'features = ["a flat base"]', "is too short"),
 ]  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from schemas.taskspec import is_task, spec, task_names
 from schemas.textsim import DEFAULT_THRESHOLD, near_duplicates
+from validators.fidelity_report import figures_from
 
 Section = dict[str, Any]
 
@@ -732,6 +733,43 @@ def llm(data: AuditData) -> Section:
     return {"verdict": "ok", "summary": summary, "figures": figures, "flags": []}
 
 
+def fidelity(data: AuditData) -> Section:
+    """Issue 16 item 7: the text and task-query figures of `validators/fidelity_report.py`, beside CRMArena's."""
+    tasks = data.json_file(data.root / "tasks" / "tasks.json") or []
+    truth = data.json_file(data.root / "tasks" / "ground_truth.jsonl", lines=True) or []
+
+    def frames(name: str) -> pd.DataFrame | None:
+        path = data.root / "data" / f"{name}.csv"
+        return data.frame(name) if path.exists() or path.is_symlink() else None
+
+    figures = figures_from(
+        frames,
+        [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else [],
+        [r for r in truth if isinstance(r, dict)],
+    )
+    flags = [
+        {
+            "what": f"{b['figure']} is {b['value']:g}, target {b['target']} (CRMArena: {b['crmarena']}; {b['source']})",
+            "figure": b["figure"],
+            "value": b["value"],
+        }
+        for b in figures["below_target"]
+    ]
+    queries = figures["queries"]
+    summary = (
+        f"{len(flags)} task-query figure(s) below target"
+        if flags
+        else (
+            f"task queries at CRMArena's targets: {figures['none_mentions']} mention None, "
+            f"NED exact-name share {figures['ned_exact_name_share']:.0%}, "
+            f"{min((q['distinct_queries'] for q in queries), default=0)}+ distinct queries per task"
+            if queries
+            else "no task files; text figures only"
+        )
+    )
+    return {"verdict": "warn" if flags else "ok", "summary": summary, "figures": figures, "flags": flags}
+
+
 SECTIONS = (
     ("integrity", "Integrity and cardinality", integrity),
     ("distributions", "Distributions", distributions),
@@ -739,4 +777,5 @@ SECTIONS = (
     ("text", "Text", text),
     ("tasks", "Tasks", tasks),
     ("llm", "LLM cost and provenance", llm),
+    ("fidelity", "Fidelity against CRMArena's task set", fidelity),
 )

@@ -125,6 +125,17 @@ def setup_objects() -> list[ObjectSpec]:
             ],
         ),
         _setup(
+            "DuplicateRule",
+            "Duplicate Rule",
+            "Duplicate Rules",
+            "0Bm",
+            [
+                _f("DeveloperName", "string", "Rule Name", nillable=False, length=80, **ro),
+                _f("SobjectType", "string", "Object", nillable=False, length=40, **ro),
+                _f("IsActive", "boolean", "Active", nillable=False, **ro),
+            ],
+        ),
+        _setup(
             "ProductCatalog",
             "Catalog",
             "Catalogs",

@@ -133,7 +133,8 @@ class IngestJobs:
         }
         with self.state.transaction() as conn:
             conn.execute(
-                "INSERT INTO orgseed_jobs (id, info, state) VALUES (?, ?, 'Open')", (job_id, json.dumps(info))
+                "INSERT INTO orgseed_jobs (id, info, state, batch_rows) VALUES (?, ?, 'Open', ?)",
+                (job_id, json.dumps(info), self.batch_rows),
             )
         return info
 
@@ -259,14 +260,19 @@ class IngestJobs:
         header, _ = self._parse(job_id, info)
         return header
 
+    def _progress(self, job_id: str) -> tuple[int, int]:
+        """(batches done, rows per batch) of a job: the batch size is the one it was created with."""
+        done, size = self.state.conn.execute(
+            "SELECT batches_done, batch_rows FROM orgseed_jobs WHERE id = ?", (job_id,)
+        ).fetchone()
+        return int(done), int(size)
+
     def _unprocessed(self, job_id: str, info: dict[str, Any]) -> list[str]:
         if info["state"] == "JobComplete":
             return []
-        done = self.state.conn.execute(
-            "SELECT batches_done FROM orgseed_jobs WHERE id = ?", (job_id,)
-        ).fetchone()[0]
+        done, size = self._progress(job_id)
         _, rows = self._parse(job_id, info)
-        return [_csv_line(r) for r in rows[done * self.batch_rows :]]
+        return [_csv_line(r) for r in rows[done * size :]]
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -299,9 +305,7 @@ class IngestJobs:
         started = time.perf_counter()
         with self.state.lock:
             info = self._load(job_id)
-            done = self.state.conn.execute(
-                "SELECT batches_done FROM orgseed_jobs WHERE id = ?", (job_id,)
-            ).fetchone()[0]
+            done, size = self._progress(job_id)
         header, rows = self._parse(job_id, info)
         problem = self._check_header(info, header)
         if problem:
@@ -314,7 +318,7 @@ class IngestJobs:
                     return
                 info["state"] = "InProgress"
                 self._save(conn, job_id, info)
-        batches = [rows[k : k + self.batch_rows] for k in range(0, len(rows), self.batch_rows)]
+        batches = [rows[k : k + size] for k in range(0, len(rows), size)]
         locks = ParentLocks()
         for number, batch in enumerate(batches):
             if number < done:
@@ -329,7 +333,7 @@ class IngestJobs:
                 results = self._apply(info, header, batch, locked)
                 succeeded = [(r, raw) for r, raw in zip(results, batch, strict=True) if r.success]
                 failed = [(r, raw) for r, raw in zip(results, batch, strict=True) if not r.success]
-                seq0 = number * self.batch_rows
+                seq0 = number * size
                 # Salesforce does not keep input order in results: each batch's rows come back last first
                 conn.executemany(
                     "INSERT INTO orgseed_job_results (job, kind, seq, line) VALUES (?, 'successfulResults', ?, ?)",

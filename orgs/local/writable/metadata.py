@@ -43,7 +43,15 @@ from orgs.local.computed import RULES
 from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.store import column_sql, quote, searchable_fields
 from orgs.local.writable.catalog import SETUP_PATH, Catalog, Entry, model_template
-from orgs.local.writable.state import Settings, add_index, create_fts, create_table, insert_rows, now_wire
+from orgs.local.writable.state import (
+    Settings,
+    add_index,
+    create_fts,
+    create_table,
+    delete_rows,
+    insert_rows,
+    now_wire,
+)
 from schemas.model import FieldSpec, ObjectSpec
 
 if TYPE_CHECKING:
@@ -288,6 +296,10 @@ def apply_deploy(org: WritableOrg, raw: bytes, deploy_id: str) -> DeployResult:
                     changed_tables.append(sobject)
                     result.total += 1
                     result.deployed += 1
+            for n in ("destructiveChanges.xml", "destructiveChangesPost.xml"):
+                if n in members:
+                    result.total += _destroy(org, conn, _parse_xml(n, members[n]), n)
+                    result.deployed = result.total
             for n in sorted(members):
                 if n.startswith("permissionsets/") and n.endswith(".permissionset"):
                     _permission_set(
@@ -458,6 +470,74 @@ def _permission_set(
         conn.execute(f'UPDATE "PermissionSet" SET {sets} WHERE "Id" = ?', (*values.values(), row[0]))
     conn.execute("DELETE FROM orgseed_permset_fields WHERE permset = ?", (name,))
     conn.executemany("INSERT INTO orgseed_permset_fields VALUES (?, ?, ?, ?, ?)", grants)
+
+
+def _destroy(org: WritableOrg, conn: sqlite3.Connection, root: ET.Element, file_name: str) -> int:
+    """destructiveChanges.xml: custom fields, custom objects and permission sets removed (data with them)."""
+    done = 0
+    entries = org.state.catalog.entries
+    for types in _all(root, "types"):
+        kind = _text(types, "name")
+        for m in _all(types, "members"):
+            member = (m.text or "").strip()
+            if kind == "CustomField":
+                obj, _, fname = member.partition(".")
+                entry = entries.get(obj)
+                if entry is None or not entry.spec.has_field(fname) or not entry.spec.field(fname).custom:
+                    raise DeployError(
+                        Failure("CustomField", file_name, member, f"No CustomField named {member} found")
+                    )
+                f = entry.spec.field(fname)
+                conn.execute(f"DROP INDEX IF EXISTS {quote(f'ix_{obj}_{f.name}')}")
+                new = replace(entry.spec, fields=tuple(x for x in entry.spec.fields if x.name != f.name))
+                text = f in searchable_fields(entry.spec)
+                if text:
+                    conn.execute(f"DROP TABLE IF EXISTS {quote(f'fts_{obj}')}")
+                conn.execute(f"ALTER TABLE {quote(obj)} DROP COLUMN {quote(f.name)}")
+                if text:
+                    create_fts(conn, new)
+                conn.execute(
+                    "DELETE FROM orgseed_permset_fields WHERE sobject = ? AND field = ?", (obj, f.name)
+                )
+                org.state.save_entry(conn, Entry(new, entry.hidden - {f.name}, entry.feature))
+            elif kind == "CustomObject":
+                entry = entries.get(member)
+                if entry is None or not entry.spec.custom:
+                    raise DeployError(
+                        Failure("CustomObject", file_name, member, f"No CustomObject named {member} found")
+                    )
+                conn.execute(f"DROP TABLE {quote(member)}")
+                conn.execute(f"DROP TABLE IF EXISTS {quote(f'fts_{member}')}")
+                conn.execute("DELETE FROM orgseed_objects WHERE name = ?", (member,))
+                conn.execute("DELETE FROM orgseed_permset_fields WHERE sobject = ?", (member,))
+                conn.execute("DELETE FROM orgseed_storage WHERE sobject = ?", (member,))
+                del entries[member]
+            elif kind == "PermissionSet":
+                row = conn.execute('SELECT "Id" FROM "PermissionSet" WHERE "Name" = ?', (member,)).fetchone()
+                if row is None:
+                    raise DeployError(
+                        Failure("PermissionSet", file_name, member, f"No PermissionSet named {member} found")
+                    )
+                assigned = conn.execute(
+                    'SELECT 1 FROM "PermissionSetAssignment" WHERE "PermissionSetId" = ? LIMIT 1', (row[0],)
+                ).fetchone()
+                if assigned:
+                    raise DeployError(
+                        Failure(
+                            "PermissionSet",
+                            file_name,
+                            member,
+                            "This permission set is assigned to users; remove the assignments first.",
+                        )
+                    )
+                delete_rows(conn, entries["PermissionSet"].spec, [row[0]])
+                conn.execute("DELETE FROM orgseed_permset_fields WHERE permset = ?", (member,))
+            else:
+                raise DeployError(
+                    Failure(kind or "", file_name, member, f"Cannot delete components of type {kind} here.")
+                )
+            done += 1
+    return done
 
 
 def _settings(org: WritableOrg, conn: sqlite3.Connection, file_name: str, root: ET.Element) -> None:

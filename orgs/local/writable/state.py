@@ -164,6 +164,10 @@ class StateDir:
                     conn.execute(
                         "UPDATE orgseed_meta SET value = ? WHERE key = 'edition'", (json.dumps(stored),)
                     )
+                    conn.execute(
+                        'UPDATE "DuplicateRule" SET "IsActive" = ?',
+                        (int(stored.get("duplicate_rule", "off") != "off"),),
+                    )
             return cls(root, fd, conn)
         except BaseException:
             os.close(fd)
@@ -375,7 +379,7 @@ _BOOKKEEPING = (
     "CREATE TABLE orgseed_storage (id TEXT PRIMARY KEY, sobject TEXT, bytes INTEGER)",
     "CREATE TABLE orgseed_recycle (id TEXT PRIMARY KEY, sobject TEXT, deleted TEXT, record TEXT)",
     "CREATE TABLE orgseed_jobs (id TEXT PRIMARY KEY, info TEXT NOT NULL, state TEXT NOT NULL, "
-    "csv BLOB, batches_done INTEGER NOT NULL DEFAULT 0)",
+    "csv BLOB, batches_done INTEGER NOT NULL DEFAULT 0, batch_rows INTEGER NOT NULL)",
     "CREATE TABLE orgseed_job_results (job TEXT, kind TEXT, seq INTEGER, line TEXT)",
     "CREATE INDEX ix_job_results ON orgseed_job_results (job, kind, seq)",
 )
@@ -530,6 +534,22 @@ def _create(conn: sqlite3.Connection, ed: Edition) -> None:
                     )
                 ],
             )
+        dup = by_name["DuplicateRule"]
+        insert_rows(
+            conn,
+            dup,
+            [
+                system(
+                    {
+                        "Id": new_id("0Bm"),
+                        "DeveloperName": "Standard_Contact_Duplicate_Rule",
+                        "SobjectType": "Contact",
+                        "IsActive": int(ed.duplicate_rule != "off"),
+                    },
+                    dup,
+                )
+            ],
+        )
         meta = {
             "state_version": STATE_VERSION,
             "org_id": org_id,

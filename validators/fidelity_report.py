@@ -1,0 +1,235 @@
+"""The fidelity figures of a bundle (issue 16 item 7): how varied its text is and how its task queries read,
+beside CRMArena's released task set. `orgseed build` writes them to `reports/fidelity.json` and prints a
+summary; `orgseed audit` shows them as its `fidelity` section.
+
+The text primitives (distinct-n, repeated n-grams, question/article overlap) are `validators/fidelity.py`.
+
+- Per written field: records, distinct-1/2/3 (mean of seeded samples of `SAMPLE` records, so fields and bundles
+  of different sizes compare), and the most repeated 8-word sequences with the share of records holding each.
+- Per task: instances, distinct queries, queries mentioning None, queries with an example hint ("(e.g. ...").
+- Knowledge QA: the share of questions mostly verbatim in their article, distinct word pairs among questions.
+- NED: the share of queries holding a product's exact name.
+
+`TARGETS` are what the default org must reach (tests/validators/test_fidelity_report.py holds it to them), each
+with CRMArena's figure it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orgs.bundle import Bundle
+from schemas.model import OrgModel, load_model
+from validators.fidelity import mean_distinct_n, repeated_ngrams, verbatim_share
+
+SAMPLE = 130  # CRMArena's per-task instance count: the issue compares question sets of 130
+TEXT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("Case", "Subject"),
+    ("Case", "Description"),
+    ("EmailMessage", "TextBody"),
+    ("LiveChatTranscript", "Body"),
+    ("Knowledge__kav", "FAQ_Answer__c"),
+    ("Product2", "Description"),
+)
+# Distinct queries per task in CRMArena's released set (tasks_natural.json, first commit; 130 instances each).
+CRMARENA_DISTINCT_QUERIES = {
+    "knowledge_qa": 130,
+    "monthly_trend_analysis": 130,
+    "top_issue_identification": 130,
+    "case_routing": 130,
+    "named_entity_disambiguation": 129,
+    "handle_time": 130,
+    "transfer_count": 130,
+    "policy_violation_identification": 67,
+    "best_region_identification": 116,
+}
+NONE_WORD = re.compile(r"\bNone\b")
+HINT = re.compile(r"\(e\.?g\.", re.IGNORECASE)
+
+
+# figure → (comparison, target, CRMArena's figure, where CRMArena's figure comes from)
+TARGETS: dict[str, tuple[str, float, float | None, str]] = {
+    "none_mentions": (
+        "<=",
+        0,
+        0,
+        "CRMArena queries never mention None outside policy violation's format line",
+    ),
+    "answer_hints": ("<=", 0, 0, "no example that can be the answer ('(e.g. January)' was in 11 of ours)"),
+    "distinct_queries.policy_violation_identification": (">=", 50, 67, "tasks_natural.json: 67 of 130"),
+    "ned_exact_name_share": ("<=", 0.0, 0.0, "CRMArena's NED queries never name the product"),
+}
+
+
+Frames = Callable[[str], "pd.DataFrame | None"]  # sObject name → its records (None when it has none)
+
+
+def _texts(frames: Frames, sobject: str, field: str) -> list[str] | None:
+    frame = frames(sobject)
+    if frame is None or field not in frame.columns:
+        return None
+    return [str(t) for t in frame[field].tolist() if isinstance(t, str) and t]
+
+
+def text_figures(frames: Frames) -> list[dict[str, Any]]:
+    out = []
+    for sobject, field in TEXT_FIELDS:
+        texts = _texts(frames, sobject, field)
+        if texts is None:
+            continue
+        out.append(
+            {
+                "name": f"{sobject}.{field}",
+                "records": len(texts),
+                "distinct_1": round(mean_distinct_n(texts, 1, SAMPLE), 4),
+                "distinct_2": round(mean_distinct_n(texts, 2, SAMPLE), 4),
+                "distinct_3": round(mean_distinct_n(texts, 3, SAMPLE), 4),
+                "top_8grams": [{"text": g, "share": round(s, 4)} for g, s in repeated_ngrams(texts, 8, 3)],
+            }
+        )
+    return out
+
+
+def query_figures(tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    names = list(dict.fromkeys(str(t.get("task")) for t in tasks))
+    out = []
+    for name in names:
+        queries = [str(t.get("query", "")) for t in tasks if t.get("task") == name]
+        out.append(
+            {
+                "task": name,
+                "instances": len(queries),
+                "distinct_queries": len(set(queries)),
+                "crmarena_distinct_queries": CRMARENA_DISTINCT_QUERIES.get(name),
+                "none_mentions": sum(bool(NONE_WORD.search(q)) for q in queries),
+                "answer_hints": sum(bool(HINT.search(q)) for q in queries),
+            }
+        )
+    return out
+
+
+def _knowledge(
+    frames: Frames, tasks: Sequence[Mapping[str, Any]], truth: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    articles = frames("Knowledge__kav")
+    body = (
+        {str(k): str(v) for k, v in zip(articles["Id"], articles["FAQ_Answer__c"], strict=True)}
+        if articles is not None
+        else {}
+    )
+    pairs = []
+    questions = []
+    for t, g in zip(tasks, truth, strict=True):
+        if t.get("task") != "knowledge_qa":
+            continue
+        params = g.get("params") or {}
+        question = str(params.get("question") or t.get("query", ""))
+        questions.append(question)
+        pairs.append((question, str(body.get(str(params.get("article_id")), ""))))
+    return {
+        "questions": len(pairs),
+        "verbatim_question_share": round(verbatim_share(pairs), 4),
+        "distinct_2": round(mean_distinct_n(questions, 2, SAMPLE), 4),
+    }
+
+
+def _ned_exact_name_share(frames: Frames, tasks: Sequence[Mapping[str, Any]]) -> float:
+    products = _texts(frames, "Product2", "Name") or []
+    names = sorted({n.lower() for n in products})
+    queries = [
+        str(t.get("query", "")).lower() for t in tasks if t.get("task") == "named_entity_disambiguation"
+    ]
+    if not queries:
+        return 0.0
+    return round(sum(any(n in q for n in names) for q in queries) / len(queries), 4)
+
+
+FIDELITY_JSON = "reports/fidelity.json"
+
+
+def summary(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures the build summary prints and the manifest keeps (the whole set is reports/fidelity.json)."""
+    return {
+        "report": FIDELITY_JSON,
+        "distinct_queries": {q["task"]: q["distinct_queries"] for q in figures.get("queries", [])},
+        "none_mentions": figures.get("none_mentions", 0),
+        "answer_hints": figures.get("answer_hints", 0),
+        "ned_exact_name_share": figures.get("ned_exact_name_share", 0.0),
+        "verbatim_question_share": (figures.get("knowledge_qa") or {}).get("verbatim_question_share"),
+        "text": {
+            t["name"]: {
+                "distinct_2": t["distinct_2"],
+                "top_8gram_share": t["top_8grams"][0]["share"] if t["top_8grams"] else 0.0,
+            }
+            for t in figures.get("text", [])
+        },
+        "below_target": [b["figure"] for b in figures.get("below_target", [])],
+    }
+
+
+def figures_from(
+    frames: Frames, tasks: Sequence[Mapping[str, Any]], truth: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Every fidelity figure from the bundle's records (`frames`) and task files (empty lists: no tasks)."""
+    queries = query_figures(tasks)
+    figures: dict[str, Any] = {
+        "sample": SAMPLE,
+        "text": text_figures(frames),
+        "queries": queries,
+        "none_mentions": sum(q["none_mentions"] for q in queries),
+        "answer_hints": sum(q["answer_hints"] for q in queries),
+        "ned_exact_name_share": _ned_exact_name_share(frames, tasks),
+        "knowledge_qa": _knowledge(frames, tasks, truth) if truth else {},
+    }
+    figures["below_target"] = below_target(figures)
+    return figures
+
+
+def fidelity_figures(root: Path | str, model: OrgModel | None = None) -> dict[str, Any]:
+    """Every fidelity figure of the bundle at `root` (its own, just written: the build's summary)."""
+    bundle = Bundle(root)
+    model = model or load_model()
+
+    def frames(name: str) -> pd.DataFrame | None:
+        return bundle.read_object(model.get(name)) if bundle.path(f"data/{name}.csv").is_file() else None
+
+    tasks_path, truth_path = bundle.path("tasks/tasks.json"), bundle.path("tasks/ground_truth.jsonl")
+    tasks: list[dict[str, Any]] = json.loads(tasks_path.read_text()) if tasks_path.is_file() else []
+    truth = [json.loads(x) for x in truth_path.read_text().splitlines()] if truth_path.is_file() else []
+    return figures_from(frames, tasks, truth)
+
+
+def _figure(figures: Mapping[str, Any], key: str) -> float | None:
+    if key.startswith("distinct_queries."):
+        task = key.split(".", 1)[1]
+        row = next((q for q in figures.get("queries", []) if q["task"] == task), None)
+        return None if row is None else float(row["distinct_queries"])
+    value = figures.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def below_target(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The figures that miss their target (none missing: [])."""
+    out = []
+    for key, (op, target, crmarena, source) in TARGETS.items():
+        value = _figure(figures, key)
+        if value is None or not figures.get("queries"):
+            continue
+        ok = value >= target if op == ">=" else value <= target
+        if not ok:
+            out.append(
+                {
+                    "figure": key,
+                    "value": value,
+                    "target": f"{op} {target}",
+                    "crmarena": crmarena,
+                    "source": source,
+                }
+            )
+    return out

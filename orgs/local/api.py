@@ -48,7 +48,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -340,10 +340,13 @@ def create_app(
     today: date | None = None,
     owned: bool = False,
     connections: Connections | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> FastAPI:
     """The ASGI app serving `org` (and, when its bundle changes on disk, the bundle's new org: `served.py`;
     `today` is the one the server was given, None for each bundle's own). `owned`: the app closes the org.
-    No docs/openapi routes: the paths are Salesforce's. Close `app.state.org` (an `OrgState`) when done."""
+    No docs/openapi routes: the paths are Salesforce's. `extra_routes` go before the Bulk and SOAP routes (the
+    server adds the write routes of `orgs/local/write_api.py` there). Close `app.state.org` (an `OrgState`)
+    when done."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False, **_quiet())
     app.state.org = OrgState(org, access, limits, today=today, owned=owned)
 
@@ -359,9 +362,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, http_error)
     app.add_middleware(RequestGuard, limits=limits, connections=connections)
     app.add_middleware(Unexpected)
-    from orgs.local.write_api import write_routes
-
-    app.router.routes.extend([*rest_routes(), *write_routes(), *bulk_routes(), *soap_routes()])
+    app.router.routes.extend([*rest_routes(), *extra_routes, *bulk_routes(), *soap_routes()])
     return app
 
 

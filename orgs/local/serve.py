@@ -32,6 +32,7 @@ from orgs.local.api import Access, create_app
 from orgs.local.connections import Connections, guarded_protocol
 from orgs.local.engine import API_VERSION, LocalOrg
 from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
+from orgs.local.write_api import write_routes
 from schemas.errors import UsageError
 
 TLS_DIR = "tls"
@@ -183,7 +184,13 @@ class LocalServer:
             raise
         self.connections = Connections()
         self.app = create_app(
-            first, self.access, limits, today=today, owned=owned, connections=self.connections
+            first,
+            self.access,
+            limits,
+            today=today,
+            owned=owned,
+            connections=self.connections,
+            extra_routes=write_routes(),
         )
         self.port: int = self.sock.getsockname()[1]
         self._server: Any = None

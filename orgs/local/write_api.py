@@ -28,6 +28,7 @@ from orgs.local.api import GET, OrgCall, _json_body, authorise
 from orgs.local.bulk import ADMIN_USER_ID
 from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.writable.dml import ROLLED_BACK, DmlError, RecordError, SaveResult
+from orgs.local.writable.metadata import metadata_routes
 
 COLLECTION_MAX = 200
 TOOLING_EMPTY = {
@@ -298,8 +299,6 @@ def write_routes() -> list[BaseRoute]:
             "records": [],
         }
         return call.reply(orjson.dumps(body))
-
-    from orgs.local.writable.metadata import metadata_routes
 
     routes.extend(metadata_routes())
     return routes

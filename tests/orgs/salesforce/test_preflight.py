@@ -28,7 +28,7 @@ def test_a_developer_org_is_refused_with_the_numbers() -> None:
     findings = check_capacity(needed, DEVELOPER, agents=20, licences_free=2)
     assert [f.check for f in findings] == ["storage", "licences"]
     assert "needs 5.9 MB, the org has 5.0 MB free (of 5 MB)" in findings[0].message
-    assert "20 agents to create as users, 2 licences free" in findings[1].message
+    assert "20 agents to create as active users, 2 licences free" in findings[1].message
     assert (findings[1].needed, findings[1].available) == (20, 2)
 
 

@@ -98,7 +98,11 @@ def build(scale: float) -> Path:
 
 
 def csv(root: Path, name: str) -> pd.DataFrame:
-    return pd.read_csv(root / "data" / f"{name}.csv", dtype=str, keep_default_na=False)
+    """An object's records as strings ("" for empty), from its file or its parts (scale 100 has parts)."""
+    from orgs.bundle import Bundle
+
+    frame = Bundle(root).read_raw(name).drop(columns="_line")
+    return frame.fillna("").astype(str)
 
 
 def tool_queries(root: Path, variants: int) -> list[Tool]:

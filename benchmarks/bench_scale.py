@@ -135,33 +135,42 @@ def build(scale: float, out: Path, extra: list[str]) -> dict[str, Any]:
 
 
 def extrapolate(runs: list[dict[str, Any]], target: float) -> dict[str, Any] | None:
-    """a·scale^b through the two largest scales measured, at `target` (per stage time, and peak memory)."""
-    measured = sorted((r for r in runs if r.get("runner") != "dask"), key=lambda r: r["scale"])
+    """Two guesses at `target` from the two largest in-process scales measured: a·scale^b through both
+    (per stage; the build is the sum of its stages), and linear from the largest (its figures × target/scale).
+    Peak memory likewise. Neither is a measurement."""
+    measured = sorted((r for r in runs if r.get("runner") in (None, "in-process")), key=lambda r: r["scale"])
     if len(measured) < 2:
         return None
     lo, hi = measured[-2], measured[-1]
+    ratio = target / hi["scale"]
 
     def fit(y_lo: float, y_hi: float) -> tuple[float, float]:
         if y_lo <= 0 or y_hi <= 0:
             return 0.0, 0.0
         b = math.log(y_hi / y_lo) / math.log(hi["scale"] / lo["scale"])
-        return y_hi * (target / hi["scale"]) ** b, b
+        return y_hi * ratio**b, b
 
     stages = {}
     for name in STAGES:
         if name in lo["stages"] and name in hi["stages"]:
             value, b = fit(lo["stages"][name]["seconds"], hi["stages"][name]["seconds"])
-            stages[name] = {"seconds": round(value, 1), "exponent": round(b, 2)}
-    wall, b_wall = fit(lo["wall_seconds"], hi["wall_seconds"])
+            linear = hi["stages"][name]["seconds"] * ratio
+            stages[name] = {
+                "seconds": round(value, 1),
+                "exponent": round(b, 2),
+                "linear_seconds": round(linear, 1),
+            }
+    rest = hi["wall_seconds"] - sum(st["seconds"] for st in hi["stages"].values())  # start-up, manifest
     peak, b_peak = fit(lo["peak_mb"], hi["peak_mb"])
     return {
         "scale": target,
         "extrapolated_from": [lo["scale"], hi["scale"]],
-        "records": round(hi["records"] * target / hi["scale"]),
-        "wall_seconds": round(wall, 1),
-        "wall_exponent": round(b_wall, 2),
+        "records": round(hi["records"] * ratio),
+        "wall_seconds": round(sum(st["seconds"] for st in stages.values()) + rest, 1),
+        "linear_wall_seconds": round(hi["wall_seconds"] * ratio, 1),
         "peak_mb": round(peak),
         "peak_exponent": round(b_peak, 2),
+        "linear_peak_mb": round(hi["peak_mb"] * ratio),
         "stages": stages,
     }
 
@@ -184,16 +193,18 @@ def table(runs: list[dict[str, Any]], guess: dict[str, Any] | None) -> str:
     if guess is not None:
         lo, hi = guess["extrapolated_from"]
         lines.append(
-            f"-- scale {guess['scale']:g}: EXTRAPOLATED (a*scale^b through scales {lo:g} and {hi:g}), not run"
+            f"-- scale {guess['scale']:g}: EXTRAPOLATED, not run: a*scale^b through scales {lo:g} and {hi:g} "
+            f"(and, in brackets, linear from scale {hi:g})"
         )
         for name, st in guess["stages"].items():
             lines.append(
-                f"{guess['scale']:>6g} {'extrapolated':<14} {name:<16} {st['seconds']:>9.1f}   (b={st['exponent']})"
+                f"{guess['scale']:>6g} {'extrapolated':<14} {name:<16} {st['seconds']:>9.1f}   "
+                f"(b={st['exponent']}; linear {st['linear_seconds']:.0f})"
             )
         lines.append(
             f"{guess['scale']:>6g} {'extrapolated':<14} {'whole build':<16} {guess['wall_seconds']:>9.1f} "
             f"{round(guess['records'] / max(guess['wall_seconds'], 1e-9)):>11,} {guess['peak_mb']:>8,}   "
-            f"(b_time={guess['wall_exponent']}, b_mem={guess['peak_exponent']})"
+            f"(linear: {guess['linear_wall_seconds']:.0f} s, {guess['linear_peak_mb']:,} MB)"
         )
     return "\n".join(lines)
 
@@ -206,7 +217,16 @@ def main() -> None:
     ap.add_argument("--dask-memory-limit", default="1GiB")
     ap.add_argument("--extrapolate-to", type=float, default=1000.0)
     ap.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "bench_scale.json")
+    ap.add_argument(
+        "--from-json", type=Path, default=None, help="print the table of figures saved earlier; build nothing"
+    )
     args = ap.parse_args()
+    if args.from_json is not None:
+        saved = json.loads(args.from_json.read_text())
+        guess = extrapolate(saved["runs"], args.extrapolate_to)
+        print(f"machine: {saved['machine']}")
+        print(table(saved["runs"], guess))
+        return
     machine = (
         f"{platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
         f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at start"

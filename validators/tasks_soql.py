@@ -67,9 +67,9 @@ def _in(ids: Sequence[str]) -> str:
     return "(" + ", ".join(_quote(i) for i in ids) + ")"
 
 
-def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
-    for i in range(0, len(ids), CHUNK):
-        yield ids[i : i + CHUNK]
+def _chunks(ids: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:
+    for i in range(0, len(ids), size):
+        yield ids[i : i + size]
 
 
 def _sosl_term(term: str) -> str:
@@ -86,10 +86,12 @@ def _ok(result: Any, tool: str) -> Any:
 class OrgTools:
     """CRMArena's tool functions (`orgs/crmarena_tools.py`) over a simple-salesforce client, composed the way
     the reference solvers compose them, with a per-query cache. Long id lists go to a tool in chunks of
-    `CHUNK` (same rows, shorter URLs for a real org)."""
+    `chunk` (same rows, shorter URLs for a real org; an org answering in process takes longer lists, so far
+    fewer queries: the cross product of two chunked lists is what multiplies them)."""
 
-    def __init__(self, sf: Any) -> None:
+    def __init__(self, sf: Any, chunk: int = CHUNK) -> None:
         self.conn = ct.Connector(sf, cache=True)
+        self.chunk = chunk
 
     @property
     def queries(self) -> int:
@@ -143,7 +145,7 @@ class OrgTools:
             values = sorted(values)
             if not values:
                 return []
-            parts.append([(name, list(chunk)) for chunk in _chunks(values)])
+            parts.append([(name, list(chunk)) for chunk in _chunks(values, self.chunk)])
         dates = {"start_date": _dt(start) if start else None, "end_date": _dt(end) if end else None}
         out: list[dict[str, Any]] = []
         # Every long list is sent in chunks; the cross product of the chunks covers exactly the same rows.
@@ -153,7 +155,7 @@ class OrgTools:
 
     def shipping_states(self, account_ids: Sequence[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        for part in _chunks(sorted(set(account_ids))):
+        for part in _chunks(sorted(set(account_ids)), self.chunk):
             rows = _ok(
                 ct.get_shipping_state(self.conn, [{"AccountId": a} for a in part]), "get_shipping_state"
             )
@@ -167,7 +169,7 @@ class OrgTools:
 
     def issue_counts(self, start: datetime, end: datetime, item_ids: Sequence[str]) -> Counter[str]:
         counts: Counter[str] = Counter()
-        for part in _chunks(item_ids):
+        for part in _chunks(item_ids, self.chunk):
             found = _ok(ct.get_issue_counts(self.conn, _dt(start), _dt(end), list(part)), "get_issue_counts")
             for issue, n in found.items():
                 counts[issue] += int(n)
@@ -182,7 +184,7 @@ class OrgTools:
 
     def purchase_history(self, account_id: str, day: date, product_ids: Sequence[str]) -> list[str]:
         out: list[str] = []
-        for part in _chunks(product_ids):
+        for part in _chunks(product_ids, self.chunk):
             rows = _ok(
                 ct.get_purchase_history(self.conn, account_id, f"{day.isoformat()}T00:00:00Z", list(part)),
                 "get_purchase_history",
@@ -353,10 +355,29 @@ def policy_violation(tools: OrgTools, ctx: BundleContext, p: dict[str, Any]) -> 
     return None, False
 
 
-def knowledge_qa(tools: OrgTools, p: dict[str, Any], answer: str | None) -> tuple[str | None, bool]:
+def knowledge_qa(tools: OrgTools, ctx: BundleContext, p: dict[str, Any]) -> tuple[str | None, bool]:
+    """The planted fact the question asks (latent: one of its `asks`, or its canonical question), provided
+    the article the org serves states it; None when no fact matches or the org's text lacks it."""
     rows = tools.soql(f"SELECT FAQ_Answer__c FROM Knowledge__kav WHERE Id = {_quote(p['article_id'])}")
     body = (rows[0]["FAQ_Answer__c"] or "") if rows else ""
-    return (answer if answer and answer.lower() in body.lower() else None), False
+    latent = ctx.articles.get(str(p["article_id"]))
+    facts = json.loads(latent["_facts"] or "[]") if latent else []
+    question = " ".join(str(p["question"]).split()).lower()
+    found = [
+        str(f["answer"])
+        for f in facts
+        if question
+        in {" ".join(str(q).split()).lower() for q in [f.get("question", ""), *(f.get("asks") or [])]}
+    ]
+    if not found:  # a canonical question with the issue's name in place of {issue}
+        found = [str(f["answer"]) for f in facts if _canonical(str(f.get("question", ""))).match(question)]
+    stated = [a for a in dict.fromkeys(found) if a.lower() in body.lower()]
+    return (stated[0] if len(stated) == 1 else None), len(stated) > 1
+
+
+def _canonical(question: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[^{}]*\}", " ".join(question.split()).lower())
+    return re.compile("^" + ".+?".join(re.escape(x) for x in parts) + "$")
 
 
 # -- the API half of the task registry ---------------------------------------------------------------
@@ -377,9 +398,7 @@ def _tools_only(fn: Callable[[OrgTools, dict[str, Any]], tuple[str | None, bool]
     return lambda tools, _ctx, params, _expected: fn(tools, params)
 
 
-register_api_check(
-    "knowledge_qa", lambda tools, _ctx, params, expected: knowledge_qa(tools, params, expected)
-)
+register_api_check("knowledge_qa", lambda tools, ctx, params, _expected: knowledge_qa(tools, ctx, params))
 register_api_check("monthly_trend_analysis", _tools_only(monthly_trend))
 register_api_check("top_issue_identification", _tools_only(top_issue))
 register_api_check("case_routing", _tools_only(case_routing))
@@ -412,14 +431,15 @@ def check_tasks_via_api(
     sf: Any,
     ids: Mapping[str, str] | None = None,
     only: Collection[int] | None = None,
+    chunk: int = CHUNK,
 ) -> SoqlCheck:
     """Re-derive the instances of `tasks/ground_truth.jsonl` (those whose idx is in `only`, else all) through
     `sf` and compare with the answers. `sf` is a simple-salesforce client, or anything answering its `query`,
     `query_all` and `search` the same way (`orgs.local.inprocess.InProcessClient`). `ids` (bundle id -> org
     id): the org was loaded from the bundle and gave its records new ids; the ground truth and the latent
-    tables are re-keyed before the check (schemas/rekey.py)."""
+    tables are re-keyed before the check (schemas/rekey.py). `chunk`: ids per list in one query (`OrgTools`)."""
     root = Path(root)
-    tools = OrgTools(sf)
+    tools = OrgTools(sf, chunk)
     ctx = BundleContext(root)
     if ids:
         ctx.articles = {ids.get(k, k): v for k, v in ctx.articles.items()}

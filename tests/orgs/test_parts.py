@@ -7,6 +7,7 @@ import asyncio
 import csv
 import hashlib
 import io
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flows.build import build_bundle
 from flows.options import BuildOptions
 from generator.pipeline import LocalExecutor
-from orgs.bundle import Bundle, BundleError, data_digest, logical_data
+from orgs.bundle import MIN_PART_BYTES, Bundle, BundleError, data_digest, logical_data, split_rows, type_frame
 from orgs.local import connect, disconnect
 from schemas.model import load_model
 from tests.conftest import REPO, SMALL_PROFILE, copy_bundle
@@ -206,3 +209,58 @@ def test_a_part_size_outside_one_bulk_upload_is_refused(size: int) -> None:
 
     with pytest.raises(UsageError, match="--part-bytes must be between 4,096 and 100,000,000"):
         check_options(BuildOptions(part_bytes=size))
+
+
+def test_the_cli_builds_in_parts_and_refuses_a_part_size_too_small(tmp_path: Path) -> None:
+    from tests.flows.test_cli import orgseed
+
+    refused = orgseed("build", "--part-bytes", "100", "--no-prefect", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 2 and "--part-bytes must be between 4,096" in refused.stderr
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "b"
+    args = ["--profile", str(SMALL_PROFILE), "--per-task", "0", "--no-prefect", "--out", str(out)]
+    done = orgseed("build", *args, "--part-bytes", "50000")
+    assert done.returncode == 0, done.stderr
+    manifest = _manifest(out)
+    assert manifest["data_parts"] == {"max_bytes": 50_000}
+    assert len(manifest["objects"]["EmailMessage"]["parts"]) == len(
+        list((out / "data" / "EmailMessage").iterdir())
+    )
+    assert orgseed("validate", str(out)).returncode == 0
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=300), max_size=60),
+    st.integers(min_value=1, max_value=2000),
+)
+def test_split_rows_keeps_order_and_size(rows: list[bytes], limit: int) -> None:
+    header = b"Id,Name\n"
+    parts = split_rows(header, rows, limit)
+    assert [r for part in parts for r in part] == rows  # every row once, in order
+    assert parts and all(part or not rows for part in parts)  # no empty part (one empty file for no rows)
+    for part in parts:
+        assert len(header) + sum(map(len, part)) <= limit or len(part) <= 1  # over only for one row (or none)
+    for a, b in itertools.pairwise(parts):
+        assert (
+            len(header) + sum(map(len, a)) + len(b[0]) > limit
+        )  # a part ends only when the next row won't fit
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=MIN_PART_BYTES, max_value=100_000))  # Case is ~82 KB: parts or one file
+def test_any_part_size_reads_back_the_same_records(
+    small_bundle: Path, tmp_path_factory: Any, size: int
+) -> None:
+    spec = MODEL.get("Case")
+    whole = Bundle(small_bundle).read_raw("Case", spec)
+    frame = type_frame(spec, whole.drop(columns="_line"))
+    root = tmp_path_factory.mktemp("sizes")
+    (root / "data").mkdir()
+    entry, _ = Bundle(root).write_object(spec, frame, size)
+    assert entry.sha256 == _manifest(small_bundle)["objects"]["Case"]["sha256"]
+    (root / "manifest.json").write_text(
+        json.dumps({**_manifest(small_bundle), "objects": {"Case": {"file": entry.path, "sha256": entry.sha256,
+                    "rows": entry.rows, **({"parts": [{"file": p.path} for p in entry.parts]} if entry.parts else {})}}})
+    )  # fmt: skip
+    back = Bundle(root).read_raw("Case", spec)
+    assert back.drop(columns="_line").equals(whole.drop(columns="_line"))

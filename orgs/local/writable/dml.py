@@ -148,6 +148,21 @@ def wire(value: str) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms:03d}+0000"
 
 
+_INDEXES: dict[int, tuple[ObjectSpec, dict[str, FieldSpec]]] = {}
+
+
+def fields_of(spec: ObjectSpec) -> dict[str, FieldSpec]:
+    """`spec`'s fields by lower-case name. (ObjectSpec.field hashes the whole spec on every call, which a
+    write of 10,000 records x 10 fields cannot afford: measured 5 of 7.7 s for 22,000 price book entries.)"""
+    found = _INDEXES.get(id(spec))
+    if found is None or found[0] is not spec:
+        if len(_INDEXES) > 256:
+            _INDEXES.clear()
+        found = (spec, {f.name.lower(): f for f in spec.fields})
+        _INDEXES[id(spec)] = found
+    return found[1]
+
+
 def _type_error(f: FieldSpec, value: Any) -> Rejected:
     return Rejected(
         "INVALID_TYPE_ON_FIELD_IN_RECORD", f"{f.label}: value not of required type: {value}", [f.name]
@@ -249,6 +264,8 @@ class Writer:
         self._model = model
         self._on_change = on_change
         self._perms: tuple[bool, set[tuple[str, str]]] | None = None
+        # parents found by external id during one write call (a batch names the same parents many times)
+        self._parents: dict[tuple[str, str, str], list[Any]] = {}
 
     def invalidate(self) -> None:
         """Permissions or settings changed: look them up again on the next write."""
@@ -315,6 +332,7 @@ class Writer:
     ) -> list[SaveResult]:
         spec = self.spec(sobject)
         self._check_operation(spec, "insert")
+        self._parents.clear()
         batch = Batch(spec, records, [SaveResult(None) for _ in records])
         with self.state.transaction() as conn:
             for i, rec in enumerate(records):
@@ -345,6 +363,7 @@ class Writer:
         """Update records by Id (`sobject` None: each record names its type in `attributes.type`, or the
         Id's key prefix says it)."""
         results = [SaveResult(None) for _ in records]
+        self._parents.clear()
         groups: dict[str, list[int]] = {}
         for i, rec in enumerate(records):
             rid = _record_id(rec)
@@ -512,8 +531,8 @@ class Writer:
                 k
                 for k in rec
                 if k != "attributes"
-                and spec.has_field(k)
-                and (spec.field(k).name in AUDIT_SYSTEM_FIELDS or spec.field(k).audit)
+                and (f := fields_of(spec).get(k.lower())) is not None
+                and (f.name in AUDIT_SYSTEM_FIELDS or f.audit)
                 and rec[k] not in (None, "")
             ]
             if audit:
@@ -610,26 +629,28 @@ class Writer:
         """The stored values `rec` sets (insert: with defaults and system fields), or Rejected."""
         out: dict[str, Any] = {}
         nulls: list[str] = []
+        index = fields_of(spec)
         for key, value in rec.items():
             if key == "attributes" or (key.lower() == "id" and op == "update"):
                 continue
-            if isinstance(value, dict) and not spec.has_field(key):
+            f_or_none = index.get(key.lower())
+            if isinstance(value, dict) and f_or_none is None:
                 # a parent by external id in JSON: {"Account": {"Ext__c": "x"}}
                 f, resolved = self._relationship(conn, spec, key, value)
                 out[f.name] = resolved
                 continue
-            if "." in key and not spec.has_field(key):
+            if "." in key and f_or_none is None:
                 rel, _, ext = key.partition(".")
                 if value in (None, ""):
                     continue
                 f, resolved = self._relationship(conn, spec, rel, {ext: value})
                 out[f.name] = resolved
                 continue
-            if not spec.has_field(key):
+            if f_or_none is None:
                 raise Rejected(
                     "INVALID_FIELD", f"No such column '{key}' on sobject of type {spec.name}", [key]
                 )
-            f = spec.field(key)
+            f = f_or_none
             if value is None or value == "#N/A":
                 if not self.writable(spec, f, op):
                     continue
@@ -645,7 +666,7 @@ class Writer:
             out[f.name] = convert(f, value)
         if op == "update":
             for name in nulls:
-                f = spec.field(name)
+                f = index[name.lower()]
                 if not f.nillable and f.type != "boolean" and (spec.name, name) not in NOT_REQUIRED:
                     raise Rejected("REQUIRED_FIELD_MISSING", f"Required fields are missing: [{name}]", [name])
             return out
@@ -702,9 +723,15 @@ class Writer:
                 raise Rejected("INVALID_FIELD", f"No such column '{ext}' on sobject of type {target}", [rel])
             tf = t.field(ext)
             stored = to18(str(key)) if tf.name == "Id" else key
-            rows = conn.execute(
-                f"SELECT Id FROM {quote(t.name)} WHERE {quote(tf.name)} = ? LIMIT 2", (stored,)
-            ).fetchall()
+            memo = (t.name, tf.name, str(stored).lower())
+            rows = self._parents.get(memo)
+            if rows is None:
+                rows = conn.execute(
+                    f"SELECT Id FROM {quote(t.name)} WHERE {quote(tf.name)} = ? LIMIT 2", (stored,)
+                ).fetchall()
+                if len(self._parents) > 200_000:
+                    self._parents.clear()
+                self._parents[memo] = rows
             if len(rows) > 1:
                 raise Rejected(
                     "DUPLICATE_EXTERNAL_ID",
@@ -1137,7 +1164,8 @@ class Writer:
             row["LastModifiedDate"] = stamp
             row["LastModifiedById"] = self.state.api_user
             row["SystemModstamp"] = stamp
-            changes.append((rid, {k: v for k, v in row.items() if spec.has_field(k)}))
+            index = fields_of(spec)
+            changes.append((rid, {k: v for k, v in row.items() if k.lower() in index}))
         update_rows(conn, spec, changes)
         if spec.name == "User":
             self._count_licences(conn)
@@ -1151,7 +1179,8 @@ def _derive(
     before: dict[str, Any] | None = None,
 ) -> None:
     """The computed fields of a written record (person Name, Case.IsClosed and ClosedDate)."""
-    if spec.has_field("Name") and spec.field("Name").computed and spec.has_field("LastName"):
+    index = fields_of(spec)
+    if "name" in index and index["name"].computed and "lastname" in index:
         row["Name"] = " ".join(p for p in (row.get("FirstName"), row.get("LastName")) if p)
     if spec.name == "Case" and "Status" in row:
         closed = str(row.get("Status") or "").lower() == "closed"

@@ -197,7 +197,7 @@ def fidelity_figures(root: Path | str, model: OrgModel | None = None) -> dict[st
     model = model or load_model()
 
     def frames(name: str) -> pd.DataFrame | None:
-        return bundle.read_object(model.get(name)) if bundle.path(f"data/{name}.csv").is_file() else None
+        return bundle.read_object(model.get(name)) if bundle.has_data(name) else None
 
     tasks_path, truth_path = bundle.path("tasks/tasks.json"), bundle.path("tasks/ground_truth.jsonl")
     tasks: list[dict[str, Any]] = json.loads(tasks_path.read_text()) if tasks_path.is_file() else []

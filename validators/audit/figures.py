@@ -739,8 +739,7 @@ def fidelity(data: AuditData) -> Section:
     truth = data.json_file(data.root / "tasks" / "ground_truth.jsonl", lines=True) or []
 
     def frames(name: str) -> pd.DataFrame | None:
-        path = data.root / "data" / f"{name}.csv"
-        return data.frame(name) if path.exists() or path.is_symlink() else None
+        return data.frame(name) if Bundle(data.root).has_data(name) else None  # one file or parts
 
     figures = figures_from(
         frames,

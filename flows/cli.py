@@ -1159,7 +1159,24 @@ def _print_estimate(est: dict[str, Any], max_turns: int) -> None:
 
 # -- upload, teardown, scratch-def ------------------------------------------------------------------------------
 
-OrgFlag = Annotated[str | None, typer.Option(metavar="TEXT")]
+InstanceUrl = Annotated[str | None, typer.Option(help="The org's URL (with --session-id).", metavar="URL")]
+SessionId = Annotated[
+    str | None, typer.Option(help="An access token of the org (or SF_ACCESS_TOKEN).", metavar="TOKEN")
+]
+Username = Annotated[str | None, typer.Option(help="Login username (password or JWT login).", metavar="TEXT")]
+Password = Annotated[str | None, typer.Option(help="Password (or SF_PASSWORD).", metavar="TEXT")]
+SecurityToken = Annotated[
+    str | None, typer.Option(help="Security token (or SF_SECURITY_TOKEN).", metavar="TEXT")
+]
+Domain = Annotated[
+    str | None, typer.Option(help="login, test, or a My Domain (or SF_DOMAIN).", metavar="TEXT")
+]
+ConsumerKey = Annotated[str | None, typer.Option(help="Connected app consumer key (JWT).", metavar="TEXT")]
+PrivateKeyFile = Annotated[str | None, typer.Option(help="Private key file (JWT).", metavar="PATH")]
+EnvFile = Annotated[
+    Path | None,
+    typer.Option(help="A .env file with SF_ variables (default ./.env if present).", metavar="PATH"),
+]
 
 
 def _org_flags(
@@ -1212,32 +1229,15 @@ def _upload_table(objects: list[dict[str, Any]]) -> Table:
 @app.command()
 def upload(
     bundle: Annotated[Path, typer.Argument(help="The bundle folder to upload.", metavar="BUNDLE")],
-    instance_url: Annotated[
-        str | None, typer.Option(help="The org's URL (with --session-id).", metavar="URL")
-    ] = None,
-    session_id: Annotated[
-        str | None, typer.Option(help="An access token of the org (or SF_ACCESS_TOKEN).", metavar="TOKEN")
-    ] = None,
-    username: Annotated[
-        str | None, typer.Option(help="Login username (password or JWT login).", metavar="TEXT")
-    ] = None,
-    password: Annotated[str | None, typer.Option(help="Password (or SF_PASSWORD).", metavar="TEXT")] = None,
-    security_token: Annotated[
-        str | None, typer.Option(help="Security token (or SF_SECURITY_TOKEN).", metavar="TEXT")
-    ] = None,
-    domain: Annotated[
-        str | None, typer.Option(help="login, test, or a My Domain (or SF_DOMAIN).", metavar="TEXT")
-    ] = None,
-    consumer_key: Annotated[
-        str | None, typer.Option(help="Connected app consumer key (JWT).", metavar="TEXT")
-    ] = None,
-    private_key_file: Annotated[
-        str | None, typer.Option(help="Private key file (JWT).", metavar="PATH")
-    ] = None,
-    env_file: Annotated[
-        Path | None,
-        typer.Option(help="A .env file with SF_ variables (default ./.env if present).", metavar="PATH"),
-    ] = None,
+    instance_url: InstanceUrl = None,
+    session_id: SessionId = None,
+    username: Username = None,
+    password: Password = None,
+    security_token: SecurityToken = None,
+    domain: Domain = None,
+    consumer_key: ConsumerKey = None,
+    private_key_file: PrivateKeyFile = None,
+    env_file: EnvFile = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Preflight and plan only: write nothing.")
     ] = False,
@@ -1360,25 +1360,15 @@ def upload(
 @app.command()
 def teardown(
     bundle: Annotated[Path, typer.Argument(help="The bundle that was uploaded.", metavar="BUNDLE")],
-    instance_url: Annotated[
-        str | None, typer.Option(help="The org's URL (with --session-id).", metavar="URL")
-    ] = None,
-    session_id: Annotated[
-        str | None, typer.Option(help="An access token of the org.", metavar="TOKEN")
-    ] = None,
-    username: Annotated[str | None, typer.Option(help="Login username.", metavar="TEXT")] = None,
-    password: Annotated[str | None, typer.Option(help="Password.", metavar="TEXT")] = None,
-    security_token: Annotated[str | None, typer.Option(help="Security token.", metavar="TEXT")] = None,
-    domain: Annotated[str | None, typer.Option(help="login, test, or a My Domain.", metavar="TEXT")] = None,
-    consumer_key: Annotated[
-        str | None, typer.Option(help="Connected app consumer key (JWT).", metavar="TEXT")
-    ] = None,
-    private_key_file: Annotated[
-        str | None, typer.Option(help="Private key file (JWT).", metavar="PATH")
-    ] = None,
-    env_file: Annotated[
-        Path | None, typer.Option(help="A .env file with SF_ variables.", metavar="PATH")
-    ] = None,
+    instance_url: InstanceUrl = None,
+    session_id: SessionId = None,
+    username: Username = None,
+    password: Password = None,
+    security_token: SecurityToken = None,
+    domain: Domain = None,
+    consumer_key: ConsumerKey = None,
+    private_key_file: PrivateKeyFile = None,
+    env_file: EnvFile = None,
 ) -> None:
     """Delete what `orgseed upload` created in the org, children first, and its metadata."""
     from flows.upload import teardown_bundle

@@ -65,10 +65,6 @@ class PreflightFailed(DataFindings):
         self.findings = findings
 
 
-class UploadFailed(DataFindings):
-    """The upload ran but the org does not hold the bundle faithfully (failed rows or disagreeing answers)."""
-
-
 @dataclass(frozen=True)
 class UploadOptions:
     bundle: str
@@ -108,9 +104,23 @@ class UploadResult:
 # -- preflight ---------------------------------------------------------------------------------------------------
 
 
-def preflight(sf: Any, bundle: Bundle, model: OrgModel, opts: UploadOptions) -> list[Finding]:
-    """Everything that would make the upload fail or lose data, found with reads only."""
+def preflight(
+    sf: Any,
+    bundle: Bundle,
+    model: OrgModel,
+    opts: UploadOptions,
+    described: dict[str, set[str]] | None = None,
+) -> list[Finding]:
+    """Everything that would make the upload fail or lose data, found with reads only. The describes it makes
+    are left in `described` (object -> field names) for the load to reuse."""
     findings: list[Finding] = []
+    described = {} if described is None else described
+
+    def fields_of(name: str) -> set[str]:
+        if name not in described:
+            described[name] = {f["name"] for f in getattr(sf, name).describe()["fields"]}
+        return described[name]
+
     counts = {k: int(v) for k, v in (bundle.read_manifest().get("counts") or {}).items()}
     wanted = set(opts.objects) or set(counts)
     names = {s["name"] for s in sf.describe()["sobjects"]}
@@ -131,7 +141,7 @@ def preflight(sf: Any, bundle: Bundle, model: OrgModel, opts: UploadOptions) -> 
     if "Account" in counts and model.get("Account").has_field("LastName"):
         accounts = bundle.read_raw("Account")
         person = int((accounts["LastName"].fillna("") != "").sum())
-        fields = {f["name"] for f in sf.Account.describe()["fields"]}
+        fields = fields_of("Account")
         if person and "LastName" not in fields:
             findings.append(
                 Finding(
@@ -147,7 +157,7 @@ def preflight(sf: Any, bundle: Bundle, model: OrgModel, opts: UploadOptions) -> 
         spec = model.get(name)
         if spec.custom or not counts.get(name):
             continue
-        fields = {f["name"] for f in getattr(sf, name).describe()["fields"]}
+        fields = fields_of(name)
         if name == "Account" and "LastName" not in fields:
             continue  # reported above
         lost = [
@@ -291,7 +301,8 @@ async def upload_bundle(
             f"{folder / 'id_map.csv'} shows an upload of this bundle to org {org_id} already: rerun with --resume to "
             "finish it, or `orgseed teardown` it first."
         )
-    result.findings = await stage("preflight", preflight, sf, bundle, model, opts)
+    described: dict[str, set[str]] = {}
+    result.findings = await stage("preflight", preflight, sf, bundle, model, opts, described)
     result.notes = automation(sf, [p["object"] for p in result.plan])
     if result.findings:
         if opts.dry_run:
@@ -310,6 +321,7 @@ async def upload_bundle(
         resume=opts.resume,
         progress=progress,
     )
+    loader.described.update(described)
     facts = await stage("deploy", loader.prepare)
     before = folder / "org_before.json"
     if facts.standard_pricebook and not before.exists():
@@ -534,7 +546,6 @@ def _destroy_metadata(sf: Any, model: OrgModel, names: set[str]) -> None:
 
 __all__ = [
     "PreflightFailed",
-    "UploadFailed",
     "UploadOptions",
     "UploadResult",
     "preflight",

@@ -10,6 +10,7 @@ module sits on the bottom floor so that both floors above can import it.
 - `field_problem` / `truncation`: a field's text is present, within the field's length, and not cut off
   (an ellipsis; a dangling comma, colon, dash or bracket; an unclosed bracket; exactly the field's limit;
   prose that does not end like a sentence).
+- `doublings`: article/determiner doublings ("My the product", "The an XL"), which `field_problem` rejects.
 - `contains`: a name or snippet appears, case-insensitive, with runs of whitespace counted as one space.
 - `states_window`: one sentence names a remedy's phrase and its window: "30 days", "30-day",
   "30 calendar days" (the windows are calendar days); "30 business days" or "130 days" do not state it.
@@ -111,7 +112,22 @@ def field_problem(text: str, limit: int | None, prose: bool) -> str | None:
     controls = control_characters(text)
     if controls:
         return f"contains control characters ({', '.join(controls[:5])})"
+    doubled = doublings(text)
+    if doubled:
+        return f"doubles an article or determiner ({doubled[0]!r}); rewrite that phrase"
     return None
+
+
+# A determiner directly followed by an article or determiner is a template bug ("My the", "The the",
+# "a the", "The an XL"). "her" is left out on purpose: "I gave her the receipt" is English.
+_FIRST = "a|an|the|my|your|our|their|his|its"
+_SECOND = "a|an|the|my|your|our|their"
+DOUBLING = re.compile(rf"\b(?:{_FIRST})\s+(?:{_SECOND})\b", re.IGNORECASE)
+
+
+def doublings(text: str | None) -> list[str]:
+    """Every article/determiner doubling in the text ("My the", "the the", "a the"), as written."""
+    return [m.group(0) for m in DOUBLING.finditer(text or "")]
 
 
 # -- names, snippets and policy windows -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ bundle are measured the same way.
 - `overlap(question, article, n)`: the share of the question's word n-grams that occur in the article; a
   question copied from its article scores 1, a paraphrase close to 0.
 - `doublings(text)`: article/determiner doublings such as "My the product" or "a the", which no writer
-  should produce.
+  should produce (the rule is `schemas.textrules.doublings`, which the writers' checks use too).
 """
 
 from __future__ import annotations
@@ -23,13 +23,24 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+from schemas.textrules import DOUBLING, doublings
 
-# A determiner directly followed by an article or determiner is a template bug ("My the", "The the",
-# "a the"). "her" is left out on purpose: "I gave her the receipt" is English.
-_FIRST = "a|an|the|my|your|our|their|his|its"
-_SECOND = "a|an|the|my|your|our|their"
-DOUBLING = re.compile(rf"\b(?:{_FIRST})\s+(?:{_SECOND})\b", re.IGNORECASE)
+__all__ = [
+    "DOUBLING",
+    "distinct_n",
+    "doublings",
+    "mean_distinct_n",
+    "ngrams",
+    "overlap",
+    "repeated_ngrams",
+    "sample",
+    "top_ngram_share",
+    "verbatim",
+    "verbatim_share",
+    "words",
+]
+
+WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 def words(text: str | None) -> list[str]:
@@ -106,8 +117,3 @@ def verbatim_share(pairs: Sequence[tuple[str, str]]) -> float:
     if not pairs:
         return 0.0
     return sum(verbatim(q, a) for q, a in pairs) / len(pairs)
-
-
-def doublings(text: str | None) -> list[str]:
-    """Every article/determiner doubling in the text ("My the", "the the", "a the"), as written."""
-    return [m.group(0) for m in DOUBLING.finditer(text or "")]

@@ -355,10 +355,29 @@ def policy_violation(tools: OrgTools, ctx: BundleContext, p: dict[str, Any]) -> 
     return None, False
 
 
-def knowledge_qa(tools: OrgTools, p: dict[str, Any], answer: str | None) -> tuple[str | None, bool]:
+def knowledge_qa(tools: OrgTools, ctx: BundleContext, p: dict[str, Any]) -> tuple[str | None, bool]:
+    """The planted fact the question asks (latent: one of its `asks`, or its canonical question), provided
+    the article the org serves states it; None when no fact matches or the org's text lacks it."""
     rows = tools.soql(f"SELECT FAQ_Answer__c FROM Knowledge__kav WHERE Id = {_quote(p['article_id'])}")
     body = (rows[0]["FAQ_Answer__c"] or "") if rows else ""
-    return (answer if answer and answer.lower() in body.lower() else None), False
+    latent = ctx.articles.get(str(p["article_id"]))
+    facts = json.loads(latent["_facts"] or "[]") if latent else []
+    question = " ".join(str(p["question"]).split()).lower()
+    found = [
+        str(f["answer"])
+        for f in facts
+        if question
+        in {" ".join(str(q).split()).lower() for q in [f.get("question", ""), *(f.get("asks") or [])]}
+    ]
+    if not found:  # a canonical question with the issue's name in place of {issue}
+        found = [str(f["answer"]) for f in facts if _canonical(str(f.get("question", ""))).match(question)]
+    stated = [a for a in dict.fromkeys(found) if a.lower() in body.lower()]
+    return (stated[0] if len(stated) == 1 else None), len(stated) > 1
+
+
+def _canonical(question: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[^{}]*\}", " ".join(question.split()).lower())
+    return re.compile("^" + ".+?".join(re.escape(x) for x in parts) + "$")
 
 
 # -- the API half of the task registry ---------------------------------------------------------------
@@ -379,9 +398,7 @@ def _tools_only(fn: Callable[[OrgTools, dict[str, Any]], tuple[str | None, bool]
     return lambda tools, _ctx, params, _expected: fn(tools, params)
 
 
-register_api_check(
-    "knowledge_qa", lambda tools, _ctx, params, expected: knowledge_qa(tools, params, expected)
-)
+register_api_check("knowledge_qa", lambda tools, ctx, params, _expected: knowledge_qa(tools, ctx, params))
 register_api_check("monthly_trend_analysis", _tools_only(monthly_trend))
 register_api_check("top_issue_identification", _tools_only(top_issue))
 register_api_check("case_routing", _tools_only(case_routing))

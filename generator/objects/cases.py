@@ -329,6 +329,7 @@ class CaseGenerator(ObjectGenerator):
         ]
         for k, (rid, prod, iss, cust, order, tone, want) in enumerate(zip(*cols, strict=True)):
             facts = {
+                "customer_key": str(cust),
                 "customer_last": lasts[cust],
                 "price": prices[items[k]],
                 "days_since": days_since[k],

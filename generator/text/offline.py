@@ -1,7 +1,10 @@
-"""The offline writer: deterministic, template based, instant, no key and no network.
+"""The offline writer: deterministic, instant, no key and no network.
 
-Every text is drawn from `vocab.py` with a `random.Random` seeded by (run seed, kind, record key), so a
-text never depends on batch order, shard or worker count. Texts state the latent facts they are given:
+Every text is drawn from phrase banks (`vocab.py`; `voices.py` for how customers and agents write, with a
+persona per customer; `articles.py` for knowledge articles in prose and the paraphrases knowledge QA asks)
+with a `random.Random` seeded by (run seed, kind, record key), so a text never depends on batch order, shard
+or worker count. Sentences are combined from short pieces slot by slot, so no fixed sentence is shared by
+more than a few percent of a field's records (`tests/test_text_fidelity.py` holds the default org to it). Texts state the latent facts they are given:
 a case names its product and issue, a knowledge article states its policy's windows, an agent's offer
 uses the remedy's canonical phrase (which is how violations are detected).
 """
@@ -15,7 +18,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
-from generator.text import articles, vocab
+from generator.text import articles, vocab, voices
 from generator.text.base import TextKind, TextRequest, TextWriter
 from schemas.gcpause import gc_paused
 
@@ -202,10 +205,19 @@ class OfflineWriter(TextWriter):
                 f"{links[min(i, 3)] if i < len(steps) - 1 or i == 0 else links[3]} {s[:1].lower()}{s[1:]}"
                 for i, s in enumerate(steps)
             )
-            closing = (
-                f"Only these resolutions ({allowed}) may be offered for {low} cases, and only within the windows "
-                "above, counted in calendar days from the purchase date. Offering any other resolution, or "
-                "offering one after its window has passed, is a policy violation."
+            closing = rng.choice(
+                [
+                    f"Only these resolutions ({allowed}) may be offered for {low} cases, and only within the "
+                    "windows above, counted in calendar days from the purchase date. Offering any other "
+                    "resolution, or offering one after its window has passed, is a policy violation.",
+                    f"The complete list for {low} is short: {allowed}. Nothing else may be offered, and each "
+                    "option ends when its window (in calendar days since purchase) runs out; anything beyond "
+                    "that is a policy violation.",
+                    f"In {low} cases the permitted outcomes are {allowed}, each only inside its own window, "
+                    "counted from the day of purchase. Any other remedy, or a late one, is treated as a policy violation.",
+                    f"To sum up, agents choose from {allowed} for {low}, never outside the time limits set "
+                    "out here; a remedy outside that list or past its deadline is a policy violation.",
+                ]
             )
             prose = articles.paragraphs(rng, "policy", values)
             body = [
@@ -367,10 +379,16 @@ class OfflineWriter(TextWriter):
 
     # -- cases and conversations -----------------------------------------------------------------------
 
+    def _persona(self, f: Mapping[str, Any]) -> voices.Persona:
+        """The customer's voice, the same in every text they write (seeded by the customer)."""
+        who = f.get("customer_key") or f"{f.get('customer_first', '')} {f.get('customer_last', '')}"
+        return voices.persona(random.Random(derive_seed(self.seed, "persona", who)))
+
     def _case(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         issue = str(f["issue"])
         product, noun = str(f["product"]), str(f["noun"])
         tone = str(f.get("tone", "polite"))
+        me = self._persona(f)
         c1, c2 = rng.sample(vocab.COLOURS, 2)
         s1, s2 = rng.sample(vocab.SIZES, 2)
         fill = {
@@ -394,35 +412,56 @@ class OfflineWriter(TextWriter):
             "order_date": human_date(str(f["order_date"])),
             "days_since": f.get("days_since", rng.randint(2, 30)),
         }
-        subject = rng.choice(vocab.SUBJECTS.get(issue, ["Problem with {product}"])).format(**fill)
-        problem = rng.choice(
-            vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
-        ).format(**fill)
+        subjects = vocab.SUBJECTS.get(issue, ["Problem with {product}"]) + voices.SUBJECT_EXTRA.get(issue, [])
+        pattern = rng.choice(subjects)
+        if "{" not in pattern and rng.random() < 0.6:
+            pattern += rng.choice(voices.SUBJECT_TAILS)
+        subject = voices.cap(pattern.format(**fill))
+        problems = vocab.ISSUE_PROBLEMS.get(issue, ["I have a problem with the {product}."])
+        problem = rng.choice(problems + voices.PROBLEMS_MORE.get(issue, [])).format(**fill)
+        if product.lower() not in problem.lower():  # the description always names the product
+            problem += " " + rng.choice(voices.PRODUCT_SAYS).format(**fill)
         middle = []
-        details = vocab.ISSUE_DETAILS.get(issue, [])
-        if details:
-            middle.append(rng.choice(details).format(**fill))
-        if rng.random() < 0.95:
-            middle.append(rng.choice(vocab.CONTEXT_PRICED).format(**fill))
+        details = list(vocab.ISSUE_DETAILS.get(issue, [])) + voices.DETAILS_MORE.get(issue, [])
+        rng.shuffle(details)
+        for detail in details[: [rng.random() < 0.5, 1, 2][me.verbosity]]:
+            middle.append(detail.format(**fill))
+        if rng.random() < me.date_rate:
+            if rng.random() < 0.5:
+                middle.append(rng.choice(voices.DATE_SAYS).format(**fill))
+            else:
+                middle.append(rng.choice(voices.AGO_SAYS).format(ago=voices.ago(int(fill["days_since"]))))
+        if float(f.get("price", 0) or 0) > 0 and rng.random() < me.price_rate:
+            middle.append(rng.choice(voices.PRICE_SAYS).format(**fill))
         rng.shuffle(middle)
         want = f.get("want")
         tail = []
-        if want and str(want) in vocab.WANTS and rng.random() < 0.7:
-            tail.append(rng.choice(vocab.WANTS[str(want)]))
-        pool = vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"]) + vocab.MORE_TONE_LINES.get(tone, [])
-        tail.append(rng.choice(pool))
-        if rng.random() < 0.25:
-            tail.append(rng.choice(pool))
-        opener = rng.choice(vocab.OPENERS.get(tone, ["Hello,"]))
-        lead = [rng.choice(vocab.LEAD_INS[tone])] if tone in vocab.LEAD_INS and rng.random() < 0.45 else []
-        parts = [opener, *lead, problem, *middle, *dict.fromkeys(tail)]
+        if want and str(want) in voices.WANT_B and rng.random() < 0.6:
+            tail.append(
+                voices.compose(rng, voices.WANT_A, voices.WANT_B[str(want)], voices.WANT_C)
+                if rng.random() < 0.7
+                else rng.choice(vocab.WANTS.get(str(want), [""]))
+            )
+        if me.verbosity or rng.random() < 0.5:
+            tail.append(voices.ask_line(rng, tone))
         if rng.random() < 0.15:
-            parts.append(rng.choice(vocab.PS_LINES))
-        if tone != "brief" or rng.random() < 0.5:
+            pool = vocab.TONE_LINES.get(tone, vocab.TONE_LINES["polite"]) + vocab.MORE_TONE_LINES.get(
+                tone, []
+            )
+            tail.append(rng.choice(pool))
+        if me.verbosity and rng.random() < 0.5:
+            tail.append(voices.compose(rng, voices.CLOSE_A, voices.CLOSE_B, voices.CLOSE_C))
+        lead = []
+        if me.verbosity and rng.random() < 0.35:
+            lead.append(voices.compose(rng, voices.LEAD_A, voices.LEAD_B))
+        parts = [me.greeting, *lead, problem, *middle, *dict.fromkeys(t for t in tail if t)]
+        if rng.random() < 0.06:
+            parts.append(voices.compose(rng, voices.PS_A, voices.PS_B))
+        if me.signoff:
             name = str(f["customer_first"])
-            if rng.random() < 0.4 and f.get("customer_last"):
+            if me.full_name and f.get("customer_last"):
                 name = f"{name} {f['customer_last']}"
-            parts.append(f"{rng.choice(vocab.SIGNOFFS)} {name}")
+            parts.append(f"{me.signoff} {name}")
         description = " ".join(p for p in parts if p)
         return {"subject": subject, "description": description}
 
@@ -430,7 +469,13 @@ class OfflineWriter(TextWriter):
         remedy = str(offer["remedy"])
         if remedy == "none":
             return rng.choice(vocab.AGENT_NO_REMEDY)
-        template = rng.choice(vocab.AGENT_OFFER[remedy])
+        template = rng.choice(vocab.AGENT_OFFER[remedy] + voices.OFFER_MORE.get(remedy, []))
+        pre = rng.choice(voices.OFFER_PRE)
+        if pre.endswith(", "):
+            template = (
+                template[:1].lower() + template[1:] if not template.startswith(("I", "{")) else template
+            )
+        template = pre + template + rng.choice(voices.OFFER_POST)
         code = f"SC{derive_seed(self.seed, 'code', f.get('case_key', '')) % 900000 + 100000}"
         return template.format(
             product=f["product"],
@@ -473,18 +518,22 @@ class OfflineWriter(TextWriter):
                 lines = [rng.choice(vocab.AGENT_GREETING).format(**ctx)]
                 if kind == "agent_ack":
                     lines.append(rng.choice(vocab.AGENT_ACK).format(**ctx))
-                    lines.append(rng.choice(vocab.AGENT_ASK))
+                    lines.append(
+                        voices.compose(rng, voices.EMAIL_ASK_A, voices.EMAIL_ASK_B, voices.EMAIL_ASK_C)
+                    )
                 elif kind == "agent_transfer":
                     lines.append(rng.choice(vocab.AGENT_TRANSFER).format(**ctx))
                 elif kind == "agent_takeover":
                     lines.append(rng.choice(vocab.AGENT_TAKEOVER).format(**ctx))
-                    lines.append(rng.choice(vocab.AGENT_ASK))
+                    lines.append(
+                        voices.compose(rng, voices.EMAIL_ASK_A, voices.EMAIL_ASK_B, voices.EMAIL_ASK_C)
+                    )
                 elif kind == "agent_offer":
                     lines.append(self._offer_text(rng, m["offer"], f))
                     if m.get("close"):
-                        lines.append(rng.choice(vocab.AGENT_CLOSE))
+                        lines.append(voices.compose(rng, voices.EMAIL_CLOSE_A, voices.EMAIL_CLOSE_B))
                 elif kind == "agent_close":
-                    lines.append(rng.choice(vocab.AGENT_CLOSE))
+                    lines.append(voices.compose(rng, voices.EMAIL_CLOSE_A, voices.EMAIL_CLOSE_B))
                 else:  # agent_update
                     lines.append(
                         rng.choice(
@@ -495,72 +544,124 @@ class OfflineWriter(TextWriter):
                             ]
                         )
                     )
-                lines.append(f"{rng.choice(vocab.AGENT_SIGN)}\n{m.get('agent', '')}\n{self.company} Support")
+                agent_name = str(m.get("agent", ""))
+                signature = rng.choice(voices.EMAIL_SIGNATURES).format(
+                    agent=agent_name,
+                    agent_first=agent_name.split()[0] if agent_name.split() else agent_name,
+                    company=self.company,
+                )
+                lines.append(f"{rng.choice(vocab.AGENT_SIGN)}\n{signature}")
                 body = "\n\n".join(lines)
             out.append({"subject": subj, "body": body})
         return {"messages": out}
 
     def _chat(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
+        """A transcript of varied shape: a header only sometimes, the customer opening with a greeting or
+        straight with the problem, zero to two follow-up questions, an offer or a hand-over, and a closing
+        exchange that is sometimes cut short."""
         cust = str(f["customer_first"])
         agent = str(f["agent"])
         agent_label = f"{agent} (Agent)"
-        ctx = {"first": cust, "agent": agent, "company": self.company, "product": f["product"]}
-        problem = rng.choice(vocab.ISSUE_PROBLEMS.get(str(f.get("issue")), [str(f["problem"])])).format(
-            product=f["product"]
-        )
+        issue = str(f.get("issue"))
+        product = str(f["product"])
+        c1, c2 = rng.sample(vocab.COLOURS, 2)
+        s1, s2 = rng.sample(vocab.SIZES, 2)
+        fill = {
+            "first": cust,
+            "agent": agent,
+            "agent_first": agent.split()[0] if agent.split() else agent,
+            "company": self.company,
+            "product": product,
+            "noun": str(f.get("noun") or product).lower(),
+            "colour": c1,
+            "colour2": c2,
+            "size": s1,
+            "size2": s2,
+            "part": rng.choice(vocab.PARTS),
+            "days": rng.randint(3, 16),
+            "days2": rng.choice([14, 30, 45, 60]),
+            "months": rng.randint(2, 14),
+            "minutes": rng.randint(2, 50),
+            "points": rng.randrange(300, 4000, 50),
+            "percent": rng.choice([10, 15, 20, 25]),
+            "price": "the full price",
+            "uses": rng.randint(2, 25),
+            "tries": rng.randint(2, 6),
+            "count": rng.randint(1, 3),
+        }
+        problems = vocab.ISSUE_PROBLEMS.get(issue, [str(f["problem"])]) + voices.PROBLEMS_MORE.get(issue, [])
+        problem = rng.choice(problems).format(**fill)
+        if product.lower() not in problem.lower():
+            problem += " " + rng.choice(voices.PRODUCT_SAYS).format(**fill)
+
+        def c(text: str) -> str:
+            text = text.rstrip(" ,")
+            return f"{cust}: {text if text.endswith(('.', '!', '?')) else text + rng.choice(['.', '!', '.'])}"
+
+        def a(text: str) -> str:
+            return f"{agent_label}: {text}"
+
         lines = []
-        if f.get("start"):
+        if f.get("start") and rng.random() < 0.4:
             lines.append(
-                f"Chat started {str(f['start'])[:16].replace('T', ' ')} UTC via {rng.choice(vocab.CHAT_ORIGINS)}"
-            )
-        lines += [
-            f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_OPEN).format(**ctx)}",
-            f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_OPEN).format(**ctx)}",
-            f"{cust}: {problem}",
-        ]
-        details = vocab.ISSUE_DETAILS.get(str(f.get("issue")), [])
-        if details and rng.random() < 0.75:
-            c1, c2 = rng.sample(vocab.COLOURS, 2)
-            s1, s2 = rng.sample(vocab.SIZES, 2)
-            detail = rng.choice(details).format(
-                product=f["product"],
-                colour=c1,
-                colour2=c2,
-                size=s1,
-                size2=s2,
-                part=rng.choice(vocab.PARTS),
-                days=rng.randint(3, 16),
-                days2=rng.choice([14, 30, 45, 60]),
-                months=rng.randint(2, 14),
-                minutes=rng.randint(2, 50),
-                points=rng.randrange(300, 4000, 50),
-                percent=rng.choice([10, 15, 20, 25]),
-                price="the full price",
-                uses=rng.randint(2, 25),
-                tries=rng.randint(2, 6),
-                count=rng.randint(1, 3),
-            )
-            lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_ASK)}")
-            lines.append(
-                f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_DETAIL_PREFIX)} {detail}".replace(":  ", ": ")
-            )
-        lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_CHECK)}")
-        offer = f.get("offer")
-        if offer:
-            lines.append(f"{agent_label}: {self._offer_text(rng, offer, f)}")
-        else:
-            lines.append(
-                f"{agent_label}: "
-                + rng.choice(
-                    [
-                        "I've passed the details to the team that handles this, and they'll follow up by email.",
-                        "I've noted everything on your case; a colleague will follow up by email shortly.",
-                        "I've logged this on your case and we'll email you the next steps.",
-                    ]
+                rng.choice(voices.CHAT_HEADERS).format(
+                    start=str(f["start"])[:16].replace("T", " "), origin=rng.choice(voices.CHAT_ORIGINS)
                 )
             )
-        lines.append(f"{cust}: {rng.choice(vocab.CHAT_CUSTOMER_END)}")
-        lines.append(f"{agent_label}: {rng.choice(vocab.CHAT_AGENT_END)}")
+        hello = voices.compose(rng, voices.AGENT_HELLO, voices.AGENT_NAME, voices.AGENT_FROM).format(**fill)
+        if rng.random() < 0.55:
+            lines.append(
+                c(
+                    voices.compose(rng, voices.CUST_HELLO, voices.CUST_NEED).rstrip(",")
+                    + rng.choice(["", ".", "!"]).replace("?.", "?")
+                )
+            )
+            lines.append(a(hello + rng.choice(voices.AGENT_OFFER_HELP)))
+            lines.append(c(problem))
+        else:
+            lines.append(c(voices.compose(rng, voices.CUST_HELLO, [", ", ". ", " - "]) + problem))
+            lines.append(
+                a(
+                    hello
+                    + rng.choice(
+                        [
+                            ". Sorry to hear that.",
+                            ". I'm sorry about that.",
+                            ", thanks for letting us know.",
+                            ". Let's get that sorted.",
+                        ]
+                    )
+                )
+            )
+        details = list(vocab.ISSUE_DETAILS.get(issue, [])) + voices.DETAILS_MORE.get(issue, [])
+        rng.shuffle(details)
+        asks = [voices.compose(rng, voices.ASK_A, voices.ASK_B, voices.ASK_C) for _ in range(2)]
+        for turn in range(rng.choices([0, 1, 2], weights=[0.25, 0.5, 0.25])[0]):
+            lines.append(a(asks[turn]))
+            answer = (
+                details[turn].format(**fill)
+                if turn < len(details) and rng.random() < 0.7
+                else rng.choice(voices.CUST_SHORT)
+            )
+            lines.append(c(rng.choice(voices.CUST_PREFIX) + answer))
+        lines.append(a(voices.compose(rng, voices.AGENT_CHECK_A, voices.AGENT_CHECK_B)))
+        if rng.random() < 0.3:
+            lines.append(c(rng.choice(["Sure.", "OK.", "No problem.", "Thanks.", "Take your time."])))
+        offer = f.get("offer")
+        if offer:
+            lines.append(a(self._offer_text(rng, offer, f)))
+        else:
+            lines.append(a(rng.choice(voices.AGENT_FOLLOW)))
+        if rng.random() < 0.8:
+            lines.append(
+                c(
+                    voices.compose(rng, voices.CUST_END_A, voices.CUST_END_B)
+                    if rng.random() < 0.75
+                    else rng.choice(voices.CUST_END_ALONE)
+                )
+            )
+        if rng.random() < 0.85:
+            lines.append(a(voices.compose(rng, voices.AGENT_END_A, voices.AGENT_END_B).format(**fill)))
         return {"body": "\n".join(lines)}
 
     # -- tasks -----------------------------------------------------------------------------------------

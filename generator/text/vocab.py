@@ -610,7 +610,7 @@ COLOURS = [
 
 ISSUE_DETAILS = {
     "incorrect_item": [
-        "I ordered it in {colour} and got a {colour2} one instead.",
+        "I ordered it in {colour} and got {colour2} instead.",
         "The item I got is {size2}, while I clearly ordered {size}.",
         "The style code on the tag doesn't match anything on my order.",
         "It even came with someone else's packing slip inside.",

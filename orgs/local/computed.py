@@ -235,28 +235,30 @@ def rules_for(spec: ObjectSpec) -> list[Rule]:
     ]
 
 
+def rule_field(r: Rule) -> FieldSpec:
+    """The read-only field a rule adds."""
+    return FieldSpec(
+        name=r.name,
+        type=r.type,
+        label=r.label,
+        description=r.description,
+        nillable=False,
+        length=r.length,
+        reference_to=r.reference_to,
+        relationship_name=r.relationship_name,
+        createable=False,
+        computed=True,
+        auto_number=r.auto_number,
+    )
+
+
 def local_model(model: OrgModel) -> OrgModel:
     """`model` with the computed fields of `RULES` appended to the objects they apply to."""
     if any(f.computed for spec in model for f in spec.fields):
         return model  # already extended
     objects = []
     for spec in model:
-        added = tuple(
-            FieldSpec(
-                name=r.name,
-                type=r.type,
-                label=r.label,
-                description=r.description,
-                nillable=False,
-                length=r.length,
-                reference_to=r.reference_to,
-                relationship_name=r.relationship_name,
-                createable=False,
-                computed=True,
-                auto_number=r.auto_number,
-            )
-            for r in rules_for(spec)
-        )
+        added = tuple(rule_field(r) for r in rules_for(spec))
         objects.append(replace(spec, fields=spec.fields + added) if added else spec)
     return OrgModel(objects, list(model.external.values()), model.root)
 

@@ -36,6 +36,15 @@ TOOLING_EMPTY = {
 DUPLICATE_HEADER = "sforce-duplicate-rule-header"
 
 
+async def _record_body(request: Request) -> dict[str, Any]:
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise OrgApiError(
+            "The request body must be a JSON object of field values.", error_code="JSON_PARSER_ERROR"
+        )
+    return body
+
+
 def _writable(call: OrgCall) -> Any:
     org = call.org
     if not getattr(org, "writable", False):
@@ -77,11 +86,7 @@ def write_routes() -> list[BaseRoute]:
     async def create(request: Request) -> Response:
         call = await authorise(request)
         org = _writable(call)
-        body = await _json_body(request)
-        if not isinstance(body, dict):
-            raise OrgApiError(
-                "The request body must be a JSON object of field values.", error_code="JSON_PARSER_ERROR"
-            )
+        body = await _record_body(request)
         name = request.path_params["name"]
         result: SaveResult = await call.run(org.create, name, body, _allow_save(request))
         _single(result)
@@ -103,11 +108,7 @@ def write_routes() -> list[BaseRoute]:
                 raise OrgApiError("The requested resource does not exist", error_code="NOT_FOUND", status=404)
             _single(result)
             return Response(status_code=204)
-        body = await _json_body(request)
-        if not isinstance(body, dict):
-            raise OrgApiError(
-                "The request body must be a JSON object of field values.", error_code="JSON_PARSER_ERROR"
-            )
+        body = await _record_body(request)
         (result,) = await call.run(org.writer.update, spec.name, [{**body, "Id": rid}])
         if (
             result.errors
@@ -122,11 +123,7 @@ def write_routes() -> list[BaseRoute]:
     async def upsert(request: Request) -> Response:
         call = await authorise(request)
         org = _writable(call)
-        body = await _json_body(request)
-        if not isinstance(body, dict):
-            raise OrgApiError(
-                "The request body must be a JSON object of field values.", error_code="JSON_PARSER_ERROR"
-            )
+        body = await _record_body(request)
         field = request.path_params["field"]
         value = request.path_params["value"]
         record = {**body, field: value}

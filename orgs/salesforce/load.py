@@ -299,6 +299,7 @@ class Loader:
         self.order = list(load_plan(model).order)
         self.ids: dict[str, dict[str, str]] = {}  # object -> bundle id -> org id
         self.facts: OrgFacts | None = None
+        self.described: dict[str, set[str]] = {}  # object -> its fields in the org's describe
 
     # -- 1. metadata ---------------------------------------------------------------------------------------------
 
@@ -340,6 +341,15 @@ class Loader:
             out[r[EXT]] = r["Id"]
         return out
 
+    def fields_of(self, spec: ObjectSpec) -> set[str]:
+        """The field names the org's describe has for `spec` (a custom object: what the deploy made). Describes
+        the preflight made are reused (`self.described`), so a load stage does not describe again."""
+        if spec.custom:
+            return {f.name for f in spec.fields} | {EXT}
+        if spec.name not in self.described:
+            self.described[spec.name] = {f["name"] for f in getattr(self.sf, spec.name).describe()["fields"]}
+        return self.described[spec.name]
+
     def _visitors(self, keys: list[str]) -> None:
         """Chat visitors for `keys` not made yet, 200 per sObject Collections call, recorded as they come."""
         known = self.ids.setdefault("LiveChatVisitor", {})
@@ -362,20 +372,17 @@ class Loader:
             known.update(pairs)
             if self.id_map is not None:
                 self.id_map.record("LiveChatVisitor", pairs)
+        self.progress("LiveChatVisitor", len(known), len(known))
 
     def rows(self, spec: ObjectSpec) -> tuple[list[str], list[list[str]], dict[str, str]]:
         """(header, rows, dropped columns) of `spec`'s bundle data as the org takes it."""
         spec = stored(spec)
         raw = self.bundle.read_raw(spec.name, spec)
-        if spec.has_field("LiveChatVisitorId") and self.facts and "LiveChatVisitor" in self.facts.objects:
-            self._visitors(
-                [str(v or f"for-{i}") for i, v in zip(raw["Id"], raw["LiveChatVisitorId"], strict=True)]
-            )
         facts = self.facts
         assert facts is not None
         columns: list[tuple[str, Callable[[Any], str]]] = []
         dropped: dict[str, str] = {}
-        described = {f["name"]: f for f in getattr(self.sf, spec.name).describe()["fields"]}
+        described = self.fields_of(spec)
         for f in spec.fields:
             name = f.name
             if name == "Id":
@@ -395,7 +402,7 @@ class Loader:
                 continue
             if (spec.name, name) in (("Knowledge__kav", "PublishStatus"), ("Pricebook2", "IsStandard")):
                 continue  # set through the publish action / the org's own standard price book
-            if name not in described:
+            if name not in described and not f.custom:  # custom fields are the deploy's, so they are there
                 dropped[name] = "not in the org's describe"
                 continue
             if spec.name == "Order" and name == "Status":
@@ -455,7 +462,7 @@ class Loader:
             name = f"orgseed {key}"
             again = (
                 self.sf.query(f"SELECT Id FROM ProductCatalog WHERE Name = '{name}'")["records"]
-                if target == "ProductCatalog"
+                if target == "ProductCatalog" and self.resume
                 else []
             )
             if self.id_map is not None and (found := self.id_map.get(target, key)):
@@ -474,6 +481,13 @@ class Loader:
     def load_object(self, sobject: str) -> ObjectLoad:
         spec = self.model.get(sobject)
         result = ObjectLoad(sobject)
+        if spec.has_field("LiveChatVisitorId") and self.facts and "LiveChatVisitor" in self.facts.objects:
+            # every chat needs a visitor (another object): made first, reported as their own object
+            self.progress("LiveChatVisitor", 0, -1)
+            raw = self.bundle.read_raw(spec.name, stored(spec))
+            self._visitors(
+                [str(v or f"for-{i}") for i, v in zip(raw["Id"], raw["LiveChatVisitorId"], strict=True)]
+            )
         self.progress(sobject, 0, -1)
         standard = self._bundle_standard_book() if spec.name == "Pricebook2" else None
         if standard is not None:

@@ -268,3 +268,41 @@ def test_validation_rules_and_triggers_are_listed_through_the_tooling_api(
     assert notes == [
         "Active validation rule Reason_Required on Case may refuse or rewrite rows; failures are reported per record."
     ]
+
+
+def test_a_row_the_org_refuses_is_reported_with_its_error_never_dropped(
+    small_bundle: Path, tmp_path: Path, empty_org: Callable[..., Org]
+) -> None:
+    import csv
+
+    bundle = copy_bundle(small_bundle, tmp_path / "bundle")
+    path = bundle / "data" / "Case.csv"
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    bad_id = rows[3]["Id"]
+    rows[3]["Subject"] = "x" * 300  # Case.Subject holds 255 characters
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    o = empty_org(edition="enterprise", person_accounts=True)
+    res = _run("upload", str(bundle), *o.flags, "--no-prefect")
+    assert res.exit_code == 1, res.output
+    report = json.loads((bundle / "uploads" / o.org.org_id / "report.json").read_text())
+    case = next(r for r in report["objects"] if r["object"] == "Case")
+    assert (case["failed"], case["missing"], case["org"]) == (1, 1, len(rows) - 1)
+    assert case["failures"] == [
+        {
+            "bundle_id": bad_id,
+            "error": f"STRING_TOO_LONG:Subject: data value too large: {'x' * 300} (max length=255):Subject --",
+        }
+    ]
+    assert report["ok"] is False and f"Case {bad_id}" in " ".join(res.output.split())
+    # its children that name it are refused in turn, each reported, none silently
+    children = [
+        r
+        for r in report["objects"]
+        if r["object"] in ("EmailMessage", "CaseHistory__c", "LiveChatTranscript")
+    ]
+    for r in children:
+        assert r["org"] + r["failed"] == r["bundle"]

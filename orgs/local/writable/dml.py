@@ -264,6 +264,8 @@ class Writer:
         self._model = model
         self._on_change = on_change
         self._perms: tuple[bool, set[tuple[str, str]]] | None = None
+        # parents found by external id during one write call (a batch names the same parents many times)
+        self._parents: dict[tuple[str, str, str], list[Any]] = {}
 
     def invalidate(self) -> None:
         """Permissions or settings changed: look them up again on the next write."""
@@ -330,6 +332,7 @@ class Writer:
     ) -> list[SaveResult]:
         spec = self.spec(sobject)
         self._check_operation(spec, "insert")
+        self._parents.clear()
         batch = Batch(spec, records, [SaveResult(None) for _ in records])
         with self.state.transaction() as conn:
             for i, rec in enumerate(records):
@@ -360,6 +363,7 @@ class Writer:
         """Update records by Id (`sobject` None: each record names its type in `attributes.type`, or the
         Id's key prefix says it)."""
         results = [SaveResult(None) for _ in records]
+        self._parents.clear()
         groups: dict[str, list[int]] = {}
         for i, rec in enumerate(records):
             rid = _record_id(rec)
@@ -719,9 +723,15 @@ class Writer:
                 raise Rejected("INVALID_FIELD", f"No such column '{ext}' on sobject of type {target}", [rel])
             tf = t.field(ext)
             stored = to18(str(key)) if tf.name == "Id" else key
-            rows = conn.execute(
-                f"SELECT Id FROM {quote(t.name)} WHERE {quote(tf.name)} = ? LIMIT 2", (stored,)
-            ).fetchall()
+            memo = (t.name, tf.name, str(stored).lower())
+            rows = self._parents.get(memo)
+            if rows is None:
+                rows = conn.execute(
+                    f"SELECT Id FROM {quote(t.name)} WHERE {quote(tf.name)} = ? LIMIT 2", (stored,)
+                ).fetchall()
+                if len(self._parents) > 200_000:
+                    self._parents.clear()
+                self._parents[memo] = rows
             if len(rows) > 1:
                 raise Rejected(
                     "DUPLICATE_EXTERNAL_ID",

@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from orgs.local.computed import RULES
+from orgs.local.computed import RULES, rule_field
 from orgs.local.errors import InvalidSession, OrgApiError
 from orgs.local.store import column_sql, quote, searchable_fields
 from orgs.local.writable.catalog import SETUP_PATH, Catalog, Entry, model_template
@@ -228,25 +228,8 @@ def _field_spec(org: WritableOrg, sobject: str, el: ET.Element, file_name: str) 
 
 
 def _system_fields() -> tuple[FieldSpec, ...]:
-    out = []
-    for r in RULES:
-        if r.objects is not None or r.requires:
-            continue
-        out.append(
-            FieldSpec(
-                name=r.name,
-                type=r.type,
-                label=r.label,
-                description=r.description,
-                nillable=False,
-                length=r.length,
-                reference_to=r.reference_to,
-                relationship_name=r.relationship_name,
-                createable=False,
-                computed=True,
-            )
-        )
-    return tuple(out)
+    """The system fields every record of a custom object has (orgs/local/computed.py)."""
+    return tuple(rule_field(r) for r in RULES if r.objects is None and not r.requires)
 
 
 def _new_prefix(org: WritableOrg, conn: sqlite3.Connection, name: str) -> str:

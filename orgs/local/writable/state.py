@@ -224,21 +224,18 @@ class StateDir:
 
     def granted(self) -> set[tuple[str, str]]:
         """(object, field) pairs readable by the API user through its assigned permission sets."""
-        rows = self.conn.execute(
-            "SELECT f.sobject, f.field FROM orgseed_permset_fields f "
-            'JOIN "PermissionSet" p ON p."Name" = f.permset '
-            'JOIN "PermissionSetAssignment" a ON a."PermissionSetId" = p."Id" '
-            'WHERE a."AssigneeId" = ? AND f.readable = 1',
-            (self.api_user,),
-        ).fetchall()
-        return {(o, f) for o, f in rows}
+        return self._field_permissions("readable")
 
     def editable(self) -> set[tuple[str, str]]:
+        """(object, field) pairs the API user may write through its assigned permission sets."""
+        return self._field_permissions("editable")
+
+    def _field_permissions(self, column: str) -> set[tuple[str, str]]:
         rows = self.conn.execute(
             "SELECT f.sobject, f.field FROM orgseed_permset_fields f "
             'JOIN "PermissionSet" p ON p."Name" = f.permset '
             'JOIN "PermissionSetAssignment" a ON a."PermissionSetId" = p."Id" '
-            'WHERE a."AssigneeId" = ? AND f.editable = 1',
+            f'WHERE a."AssigneeId" = ? AND f.{column} = 1',
             (self.api_user,),
         ).fetchall()
         return {(o, f) for o, f in rows}

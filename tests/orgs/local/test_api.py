@@ -422,7 +422,7 @@ def test_crmarena_harness_round_trip(sf: Any, frames: Frames) -> None:
     counts, ok = crmarena_run_query(
         sf,
         f"SELECT IssueId__c, COUNT(Id) IssueCount FROM Case WHERE OrderItemId__c IN ({ids}) AND CreatedDate >= "
-        "2020-01-01T00:00:00Z AND CreatedDate <= 2024-06-01T00:00:00Z GROUP BY IssueId__c ORDER BY COUNT(Id) DESC",
+        "2019-01-01T00:00:00Z AND CreatedDate <= 2024-06-01T00:00:00Z GROUP BY IssueId__c ORDER BY COUNT(Id) DESC",
     )
     assert ok == 1 and counts[0]["IssueCount"] >= counts[-1]["IssueCount"] >= 1
     found, ok = crmarena_run_query(

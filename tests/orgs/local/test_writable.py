@@ -700,3 +700,39 @@ def test_ingest_route_refuses_a_served_bundle_with_405(server: LocalServer) -> N
         headers={"Authorization": f"Bearer {server.token}"},
     )
     assert resp.status_code == 405 and resp.json()[0]["errorCode"] == "METHOD_NOT_ALLOWED"
+
+
+def test_an_aborted_job_leaves_its_rows_unprocessed(empty: Callable[..., EmptyOrg]) -> None:
+    o = empty()
+    s = o.server.session()
+    s.headers["Authorization"] = f"Bearer {o.server.token}"
+    api = f"{o.server.url}/services/data/v59.0/jobs/ingest"
+    job = s.post(api, json={"object": "Account", "operation": "insert"}).json()
+    assert job["state"] == "Open"
+    body = "Name,Phone\nOne,1\nTwo,2\n"
+    assert (
+        s.put(
+            f"{api}/{job['id']}/batches", data=body.encode(), headers={"Content-Type": "text/csv"}
+        ).status_code
+        == 201
+    )
+    # Bulk API 2.0 takes one upload per job
+    again = s.put(f"{api}/{job['id']}/batches", data=body.encode(), headers={"Content-Type": "text/csv"})
+    assert again.status_code == 409
+    aborted = s.patch(f"{api}/{job['id']}", json={"state": "Aborted"}).json()
+    assert aborted["state"] == "Aborted"
+    assert s.get(f"{api}/{job['id']}/unprocessedrecords/").text.splitlines() == [
+        "Name,Phone",
+        "One,1",
+        "Two,2",
+    ]
+    assert s.get(f"{api}/{job['id']}/successfulResults").text.splitlines() == [
+        "sf__Id,sf__Created,Name,Phone"
+    ]
+    assert o.sf.query("SELECT COUNT() FROM Account")["totalSize"] == 0
+    # an aborted job cannot be completed; it can be deleted
+    assert s.patch(f"{api}/{job['id']}", json={"state": "UploadComplete"}).status_code == 409
+    assert s.delete(f"{api}/{job['id']}").status_code == 204
+    assert s.get(f"{api}/{job['id']}").status_code == 404
+    listed = s.get(api).json()
+    assert listed["done"] is True and listed["records"] == []

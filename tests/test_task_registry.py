@@ -41,7 +41,9 @@ from validators.task_solver import solve as independent_solve
 from validators.tasks import check_tasks
 from validators.tasks_soql import API_CHECKS, BundleContext, OrgTools, check_tasks_via_api
 
-PER_TASK = 6
+# the small test org holds 4-5 tie-free case-routing instances since issue 16 widened the catalog (12 categories
+# over its 60 products: fewer cases per product); every seed tried (0-11) yields at least 4
+PER_TASK = 4
 
 
 def _lines(root: Path) -> list[dict[str, Any]]:

@@ -1399,6 +1399,11 @@ def teardown(
     out.print(
         f"{result.deactivated} users deactivated (users cannot be deleted); the upload's metadata removed"
     )
+    if not result.hard:
+        out.print(
+            "hard delete is not permitted to this user: the deleted records wait in the recycle bin (15 days); "
+            "empty it in Setup to free their storage now"
+        )
     if result.failed:
         for name, errors in result.failed.items():
             err.print(f"[red]{name}:[/] {len(errors)} not deleted, e.g. {escape(errors[0])}", highlight=False)

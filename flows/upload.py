@@ -404,6 +404,7 @@ class TeardownResult:
     deleted: dict[str, int] = field(default_factory=dict)
     failed: dict[str, list[str]] = field(default_factory=dict)
     deactivated: int = 0
+    hard: bool = True  # hard delete was permitted; else the deleted records wait in the recycle bin
 
 
 def teardown_bundle(
@@ -427,6 +428,7 @@ def teardown_bundle(
     out = TeardownResult(org_id)
     names = {s["name"] for s in sf.describe()["sobjects"]}
     hard = _has_permission(sf, user_id, "PermissionsBulkApiHardDelete")
+    out.hard = hard
     order = [n for n in reversed(load_plan(model).order) if n in names]
     if "Order" in order:  # activated orders lock their products: back to Draft before anything is deleted
         active = [
@@ -499,6 +501,7 @@ def _teardown_doc(out: TeardownResult) -> bytes:
     doc = {
         "org_id": out.org_id,
         "deleted": out.deleted,
+        "hard_delete": out.hard,
         "users_deactivated": out.deactivated,
         "failed": out.failed,
     }

@@ -111,7 +111,10 @@ def test_upload_end_to_end_then_teardown(
     )
     assert EXT not in {f["name"] for f in o.sf.Account.describe()["fields"]}
     assert "Issue__c" not in {s["name"] for s in o.sf.describe()["sobjects"]}
-    assert not (folder / "id_map.csv").exists() and (folder / "teardown.json").exists()
+    assert not (folder / "id_map.csv").exists()
+    torn = json.loads((folder / "teardown.json").read_text())
+    active_agents = sum(1 for u in bundle_rows(bundle, "User") if u["IsActive"] == "true")
+    assert torn["hard_delete"] is True and torn["failed"] == {} and torn["users_deactivated"] == active_agents
 
 
 def test_preflight_refuses_a_developer_org_with_the_numbers(

@@ -44,6 +44,7 @@ from orgs.salesforce.load import (
     ObjectLoad,
     chunks,
     csv_bytes,
+    userinfo,
 )
 from orgs.salesforce.metadata import MD_NS
 from orgs.salesforce.preflight import Finding, check_capacity, storage_needed_bytes
@@ -256,10 +257,8 @@ def automation(sf: Any, objects: Iterable[str]) -> list[str]:
 
 
 def _org_id(sf: Any) -> tuple[str, str]:
-    r = sf.session.get(f"https://{sf.sf_instance}/services/oauth2/userinfo", headers=sf.headers)
-    if r.status_code != 200:
-        raise LoadError(f"/services/oauth2/userinfo answered {r.status_code}: {r.text[:200]}")
-    me = r.json()
+    """(org id, API user id) of the org behind `sf`."""
+    me = userinfo(sf)
     return str(me["organization_id"]), str(me["user_id"])
 
 

@@ -303,15 +303,35 @@ class OrgCall:
         return Response(body, status, {"Sforce-Limit-Info": usage}, media_type=JSON_TYPE)
 
 
-async def authorise(request: Request) -> OrgCall:
-    """The one check of every `/services/data/{version}/...` call: the session first (401), then the
-    version (404), then the bundle (503 while a changed bundle cannot be served)."""
+def session(request: Request) -> OrgState:
+    """The app's org state, once the request's session token (`Authorization: Bearer ...`) is checked;
+    401 INVALID_SESSION_ID otherwise. Every authorised route starts here."""
     state: OrgState = request.app.state.org
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
         value.strip().encode("utf-8", "surrogateescape"), state.token
     ):
         raise InvalidSession()
+    return state
+
+
+def writable_org(org: LocalOrg, what: str) -> Any:
+    """`org` when it takes writes (an empty org, `orgseed serve --empty`); 405 for a served bundle, saying
+    what to serve instead. `what`: the refused kind of call, for the message."""
+    if not getattr(org, "writable", False):
+        raise OrgApiError(
+            f"The local org serves a bundle read-only: {what} go to an empty org. Serve one with "
+            "`orgseed serve --empty STATE_DIR` and load it there.",
+            error_code="METHOD_NOT_ALLOWED",
+            status=405,
+        )
+    return org
+
+
+async def authorise(request: Request) -> OrgCall:
+    """The one check of every `/services/data/{version}/...` call: the session first (401), then the
+    version (404), then the bundle (503 while a changed bundle cannot be served)."""
+    state = session(request)
     api_version = _version(request.path_params.get("version", ""))
     served = await state.served_now()
     state.requests += 1
@@ -666,4 +686,6 @@ __all__ = [
     "create_app",
     "error_response",
     "org_limits",
+    "session",
+    "writable_org",
 ]

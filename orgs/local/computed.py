@@ -101,16 +101,21 @@ def not_deleted(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[
     return [False] * len(frame)
 
 
-def full_name(frame: pd.DataFrame) -> list[str]:
+def person_name(first: str | None, last: str | None) -> str:
     """`FirstName LastName`, or the LastName alone when there is no FirstName (as Salesforce composes it)."""
-    return [
-        " ".join(part for part in (first, last) if part)
-        for first, last in zip(frame["FirstName"], frame["LastName"], strict=True)
-    ]
+    return " ".join(part for part in (first, last) if part)
+
+
+def status_closed(status: Any) -> bool:
+    return status is not None and str(status).lower() in CLOSED_STATUSES
+
+
+def full_name(frame: pd.DataFrame) -> list[str]:
+    return [person_name(f, la) for f, la in zip(frame["FirstName"], frame["LastName"], strict=True)]
 
 
 def is_closed(frame: pd.DataFrame) -> list[bool]:
-    return [status is not None and str(status).lower() in CLOSED_STATUSES for status in frame["Status"]]
+    return [status_closed(status) for status in frame["Status"]]
 
 
 def _frame_only(fn: Callable[[pd.DataFrame], Sequence[Any]]) -> Compute:

@@ -16,7 +16,6 @@ routes answer it 405, as before.
 from __future__ import annotations
 
 import re
-import secrets
 from typing import Any
 
 import orjson
@@ -24,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from orgs.local.api import GET, OrgCall, _json_body, authorise
+from orgs.local.api import GET, OrgCall, _json_body, authorise, session, writable_org
 from orgs.local.bulk import ADMIN_USER_ID
-from orgs.local.errors import InvalidSession, OrgApiError
-from orgs.local.writable.dml import ROLLED_BACK, DmlError, RecordError, SaveResult
+from orgs.local.errors import OrgApiError
+from orgs.local.writable.dml import DmlError, SaveResult
 from orgs.local.writable.metadata import metadata_routes
 
 COLLECTION_MAX = 200
@@ -47,14 +46,7 @@ async def _record_body(request: Request) -> dict[str, Any]:
 
 
 def _writable(call: OrgCall) -> Any:
-    org = call.org
-    if not getattr(org, "writable", False):
-        raise OrgApiError(
-            "The local org serves a bundle read-only; writes go to an empty org (orgseed serve --empty STATE_DIR).",
-            error_code="METHOD_NOT_ALLOWED",
-            status=405,
-        )
-    return org
+    return writable_org(call.org, "writes (sObject REST, Collections, Knowledge publishing)")
 
 
 def _allow_save(request: Request) -> bool:
@@ -150,7 +142,9 @@ def write_routes() -> list[BaseRoute]:
         if request.method == "PATCH":
             results = await call.run(org.writer.update, None, records, all_or_none=all_or_none)
         else:
-            results = await call.run(insert_mixed, org, records, all_or_none, _allow_save(request))
+            results = await call.run(
+                org.writer.insert_mixed, records, all_or_none=all_or_none, allow_save=_allow_save(request)
+            )
         return call.reply(orjson.dumps([r.as_rest() for r in results]))
 
     @add((v + "/composite/sobjects/{name}/{field}",), ["PATCH"])
@@ -258,12 +252,7 @@ def write_routes() -> list[BaseRoute]:
 
     async def userinfo(request: Request) -> Response:
         """OpenID Connect userinfo: who the session is (the API user) and which org."""
-        state = request.app.state.org
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
-            value.strip().encode("utf-8", "surrogateescape"), state.token
-        ):
-            raise InvalidSession()
+        state = session(request)
         org = state.org
         user = getattr(org, "api_user_id", ADMIN_USER_ID)
         body = {
@@ -305,15 +294,7 @@ def write_routes() -> list[BaseRoute]:
 
 
 def _ingest_org(call: OrgCall) -> Any:
-    org = call.org
-    if not getattr(org, "writable", False):
-        raise OrgApiError(
-            "The local org is read-only: Bulk API 2.0 ingest jobs (insert, update, upsert, delete) are not "
-            "supported here; query jobs are. Serve an empty org (orgseed serve --empty) to load data.",
-            error_code="METHOD_NOT_ALLOWED",
-            status=405,
-        )
-    return org
+    return writable_org(call.org, "Bulk API 2.0 ingest jobs (query jobs are served)")
 
 
 def _count(items: list[Any]) -> None:
@@ -332,54 +313,3 @@ def _collection_body(body: Any) -> tuple[list[dict[str, Any]], bool]:
     if not all(isinstance(r, dict) for r in records):
         raise OrgApiError("Each record must be a JSON object.", error_code="JSON_PARSER_ERROR")
     return records, bool(body.get("allOrNone", False))
-
-
-def insert_mixed(
-    org: Any, records: list[dict[str, Any]], all_or_none: bool, allow_save: bool
-) -> list[SaveResult]:
-    """sObject Collections create: records of several types, in input order, one transaction."""
-    try:
-        return _insert_mixed(org, records, all_or_none, allow_save)
-    except _Rollback as rolled:
-        return rolled.results
-
-
-def _insert_mixed(
-    org: Any, records: list[dict[str, Any]], all_or_none: bool, allow_save: bool
-) -> list[SaveResult]:
-    results: list[SaveResult] = [SaveResult(None) for _ in records]
-    groups: dict[str, list[int]] = {}
-    for i, rec in enumerate(records):
-        kind = (rec.get("attributes") or {}).get("type") if isinstance(rec.get("attributes"), dict) else None
-        if not kind:
-            results[i].errors.append(RecordError("INVALID_TYPE", "Must send a concrete entity type.", []))
-            continue
-        if rec.get("id") or rec.get("Id"):
-            results[i].errors.append(
-                RecordError("INVALID_FIELD", "Records in a create request must not have an id.", ["Id"])
-            )
-            continue
-        groups.setdefault(kind, []).append(i)
-    with org.state.transaction():
-        for kind, idx in groups.items():
-            if not org.model.has(kind):
-                for i in idx:
-                    results[i].errors.append(
-                        RecordError("INVALID_TYPE", f"sObject type '{kind}' is not supported.", [])
-                    )
-                continue
-            out = org.writer.insert(kind, [records[i] for i in idx], allow_save=allow_save)
-            for i, r in zip(idx, out, strict=True):
-                results[i] = r
-        if all_or_none and any(not r.success for r in results):
-            for r in results:
-                if r.success:
-                    r.id = None
-                    r.errors.append(ROLLED_BACK)
-            raise _Rollback(results)
-    return results
-
-
-class _Rollback(Exception):
-    def __init__(self, results: list[SaveResult]) -> None:
-        self.results = results

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from orgs.bundle import Bundle
+from orgs.local.computed import stored_spec
 from orgs.salesforce.metadata import CustomObjectDef, Package, deploy_package, external_id_field
 from orgs.salesforce.state import IdMap
 from schemas.graph import load_plan
@@ -85,7 +86,7 @@ class OrgFacts:
 
 
 def org_facts(sf: Any) -> OrgFacts:
-    me = _userinfo(sf)
+    me = userinfo(sf)
     names = {s["name"] for s in sf.describe()["sobjects"]}
 
     def one(soql: str) -> str | None:
@@ -106,7 +107,7 @@ def org_facts(sf: Any) -> OrgFacts:
     )
 
 
-def _userinfo(sf: Any) -> dict[str, Any]:
+def userinfo(sf: Any) -> dict[str, Any]:
     """The API user and org (`/services/oauth2/userinfo`, as OpenID Connect gives them)."""
     url = f"https://{sf.sf_instance}/services/oauth2/userinfo"
     r = sf.session.get(url, headers=sf.headers)
@@ -376,7 +377,7 @@ class Loader:
 
     def rows(self, spec: ObjectSpec) -> tuple[list[str], list[list[str]], dict[str, str]]:
         """(header, rows, dropped columns) of `spec`'s bundle data as the org takes it."""
-        spec = stored(spec)
+        spec = stored_spec(spec)
         raw = self.bundle.read_raw(spec.name, spec)
         facts = self.facts
         assert facts is not None
@@ -484,7 +485,7 @@ class Loader:
         if spec.has_field("LiveChatVisitorId") and self.facts and "LiveChatVisitor" in self.facts.objects:
             # every chat needs a visitor (another object): made first, reported as their own object
             self.progress("LiveChatVisitor", 0, -1)
-            raw = self.bundle.read_raw(spec.name, stored(spec))
+            raw = self.bundle.read_raw(spec.name, stored_spec(spec))
             self._visitors(
                 [str(v or f"for-{i}") for i, v in zip(raw["Id"], raw["LiveChatVisitorId"], strict=True)]
             )
@@ -628,14 +629,6 @@ def _const(value: str) -> Callable[[Any], str]:
         return value
 
     return constant
-
-
-def stored(spec: ObjectSpec) -> ObjectSpec:
-    """`spec` without fields the org computes (they are not columns of the bundle)."""
-    from dataclasses import replace
-
-    kept = tuple(f for f in spec.fields if not f.computed)
-    return spec if len(kept) == len(spec.fields) else replace(spec, fields=kept)
 
 
 def _suffixed(suffix: str) -> Callable[[Any], str]:

@@ -278,25 +278,18 @@ class Catalog:
         self.entries: dict[str, Entry] = {e.spec.name: e for e in entries}
 
     def visible(self, features: dict[str, bool], granted: set[tuple[str, str]]) -> OrgModel:
-        """The org as the API user sees it: objects whose feature is on, custom fields only where a
-        permission set assigned to the user grants read access (`granted`: (object, field) pairs)."""
+        """The org as the API user sees it: objects whose feature is on; custom fields only where a
+        permission set assigned to the user grants read access (`granted`: (object, field) pairs); lookups
+        only to objects it sees."""
+        shown = [e for e in self.entries.values() if not e.feature or features.get(e.feature, False)]
+        names = {e.spec.name for e in shown}
         objects = []
-        for e in self.entries.values():
-            if e.feature and not features.get(e.feature, False):
-                continue
-            names = {o for o in self.entries}
+        for e in shown:
             fields = tuple(
-                f
+                replace(f, org_provided=False) if f.org_provided else f
                 for f in e.spec.fields
                 if (f.name not in e.hidden or (e.spec.name, f.name) in granted)
                 and all(r in names for r in f.reference_to)
             )
-            fields = tuple(replace(f, org_provided=False) if f.org_provided else f for f in fields)
             objects.append(replace(e.spec, fields=fields))
-        shown = {o.name for o in objects}
-        # a lookup to an object that is hidden (feature off) is hidden too
-        objects = [
-            replace(o, fields=tuple(f for f in o.fields if all(r in shown for r in f.reference_to)))
-            for o in objects
-        ]
         return OrgModel(objects, [], SETUP_PATH)

@@ -34,9 +34,10 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from orgs.local.computed import person_name, status_closed
 from orgs.local.errors import NotFound, OrgApiError
 from orgs.local.soql.filters import ID_RE, to18
 from orgs.local.store import quote
@@ -56,6 +57,8 @@ DEFAULTS: dict[tuple[str, str], Any] = {
     ("Order", "Status"): "Draft",
     ("Knowledge__kav", "PublishStatus"): "Draft",
     ("LiveChatTranscript", "Status"): "Completed",
+    ("User", "IsActive"): 1,
+    ("Pricebook2", "IsActive"): 1,
 }
 # required by a real org although the CRMArena model lets them be empty (seeding.md B4)
 REQUIRED_ON_WRITE = {("LiveChatTranscript", "LiveChatVisitorId")}
@@ -131,6 +134,20 @@ ROLLED_BACK = RecordError(
     "ALL_OR_NONE_OPERATION_ROLLED_BACK",
     "Record rolled back because not all records were valid and the request was using AllOrNone header",
 )
+
+
+class _RolledBack(Exception):
+    """Raised inside a write transaction to undo it whole (`allOrNone` with a failed record)."""
+
+
+def _roll_back(results: list[SaveResult]) -> list[SaveResult]:
+    """`allOrNone` with a failure: every record that would have been written is reported rolled back."""
+    for r in results:
+        if r.success:
+            if r.created:
+                r.id, r.created = None, None
+            r.errors.append(ROLLED_BACK)
+    return results
 
 
 def wire(value: str) -> str:
@@ -235,10 +252,6 @@ def convert(f: FieldSpec, value: Any) -> Any:
     return text
 
 
-def no_such_column(sobject: str, name: str) -> OrgApiError:
-    return OrgApiError(f"No such column '{name}' on sobject of type {sobject}", error_code="INVALID_FIELD")
-
-
 @dataclass
 class Batch:
     """Records of one write call for one object, with where each came from (input position)."""
@@ -248,6 +261,8 @@ class Batch:
     results: list[SaveResult]
     # stored values of the records still in play, by input position
     rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # update: each record as the org holds it now (read once by the checks, used again by the write)
+    current: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def fail(self, i: int, err: RecordError) -> None:
         self.results[i].errors.append(err)
@@ -337,7 +352,7 @@ class Writer:
         with self.state.transaction() as conn:
             for i, rec in enumerate(records):
                 try:
-                    batch.rows[i] = self._prepare(conn, spec, rec, "insert", None)
+                    batch.rows[i] = self._prepare(conn, spec, rec, "insert")
                 except Rejected as exc:
                     batch.fail(i, exc.error)
             self._check_references(conn, batch)
@@ -347,7 +362,7 @@ class Writer:
                 self._check_locks(batch, locked)
             self._check_storage(conn, batch)
             if all_or_none and any(not r.success for r in batch.results):
-                return self._rolled_back(batch)
+                return _roll_back(batch.results)
             self._write_inserts(conn, batch)
         self._changed(spec.name)
         return batch.results
@@ -386,15 +401,14 @@ class Writer:
                 continue
             groups.setdefault(name, []).append(i)
         with self.state.transaction() as conn:
-            staged: list[tuple[Batch, dict[int, int]]] = []
+            staged: list[Batch] = []
             for name, idx in groups.items():
                 spec = self.spec(name)
                 self._check_operation(spec, "update")
                 sub = Batch(spec, [records[i] for i in idx], [results[i] for i in idx])
-                positions = dict(enumerate(idx))
                 for j, rec in enumerate(sub.records):
                     try:
-                        sub.rows[j] = self._prepare(conn, spec, rec, "update", sub.results[j].id)
+                        sub.rows[j] = self._prepare(conn, spec, rec, "update")
                     except Rejected as exc:
                         sub.fail(j, exc.error)
                 self._check_references(conn, sub)
@@ -402,13 +416,10 @@ class Writer:
                 self._business_update(conn, sub)
                 if locked is not None:
                     self._check_locks(sub, locked)
-                staged.append((sub, positions))
+                staged.append(sub)
             if all_or_none and any(not r.success for r in results):
-                for r in results:
-                    if r.success:
-                        r.errors.append(ROLLED_BACK)
-                return results
-            for sub, _ in staged:
+                return _roll_back(results)
+            for sub in staged:
                 self._write_updates(conn, sub)
         for r in results:
             if r.success:
@@ -490,39 +501,44 @@ class Writer:
                 else:
                     inserts.append(i)
         if all_or_none and any(not r.success for r in results):
-            for r in results:
-                if r.success:
-                    r.errors.append(ROLLED_BACK)
-            return results
-        if inserts:
-            out = self._insert_for_upsert(
-                spec.name, [records[i] for i in inserts], all_or_none, allow_save, locked
-            )
-            for i, r in zip(inserts, out, strict=True):
-                results[i] = r
-                if r.success:
-                    r.created = True
-        if updates:
-            recs = []
-            for i in updates:
-                rec = {k: v for k, v in records[i].items() if k.lower() != f.name.lower() or f.name == "Id"}
-                rec["Id"] = results[i].id
-                recs.append(rec)
-            out = self.update(spec.name, recs, all_or_none=all_or_none, locked=locked)
-            for i, r in zip(updates, out, strict=True):
-                results[i] = r
+            return _roll_back(results)
+        try:
+            with self.state.transaction():  # the inserts and the updates join it: all or none is whole
+                if inserts:
+                    out = self._insert_for_upsert(
+                        spec.name, [records[i] for i in inserts], allow_save, locked
+                    )
+                    for i, r in zip(inserts, out, strict=True):
+                        results[i] = r
+                if updates:
+                    recs = []
+                    for i in updates:
+                        rec = {
+                            k: v
+                            for k, v in records[i].items()
+                            if k.lower() != f.name.lower() or f.name == "Id"
+                        }
+                        rec["Id"] = results[i].id
+                        recs.append(rec)
+                    out = self.update(spec.name, recs, locked=locked)
+                    for i, r in zip(updates, out, strict=True):
+                        results[i] = r
+                if all_or_none and any(not r.success for r in results):
+                    raise _RolledBack
+        except _RolledBack:
+            return _roll_back(results)
         return results
 
     def _insert_for_upsert(
         self,
         sobject: str,
         records: list[RecordIn],
-        all_or_none: bool,
         allow_save: bool,
         locked: Callable[[str], bool] | None,
     ) -> list[SaveResult]:
         """An upsert's inserts: as `insert`, but audit fields are refused (seeding.md B1: insert only)."""
         spec = self.spec(sobject)
+        index = fields_of(spec)
         results: list[SaveResult] = []
         clean: list[RecordIn] = []
         where: list[int] = []
@@ -530,8 +546,7 @@ class Writer:
             audit = [
                 k
                 for k in rec
-                if k != "attributes"
-                and (f := fields_of(spec).get(k.lower())) is not None
+                if (f := index.get(k.lower())) is not None
                 and (f.name in AUDIT_SYSTEM_FIELDS or f.audit)
                 and rec[k] not in (None, "")
             ]
@@ -541,18 +556,44 @@ class Writer:
                 results.append(SaveResult(None))
                 clean.append(rec)
                 where.append(i)
-        if all_or_none and any(not r.success for r in results):
-            for r in results:
-                if r.success:
-                    r.errors.append(ROLLED_BACK)
-            return results
         if clean:
-            for i, r in zip(
-                where,
-                self.insert(sobject, clean, all_or_none=all_or_none, allow_save=allow_save, locked=locked),
-                strict=True,
-            ):
+            inserted = self.insert(sobject, clean, allow_save=allow_save, locked=locked)
+            for i, r in zip(where, inserted, strict=True):
                 results[i] = r
+        return results
+
+    def insert_mixed(
+        self, records: list[RecordIn], *, all_or_none: bool = False, allow_save: bool = False
+    ) -> list[SaveResult]:
+        """sObject Collections create: records of several types (`attributes.type`), in input order, in
+        one transaction."""
+        results = [SaveResult(None) for _ in records]
+        groups: dict[str, list[int]] = {}
+        for i, rec in enumerate(records):
+            attributes = rec.get("attributes")
+            kind = attributes.get("type") if isinstance(attributes, dict) else None
+            if not kind:
+                results[i].errors.append(RecordError("INVALID_TYPE", "Must send a concrete entity type.", []))
+            elif _record_id(rec):
+                results[i].errors.append(
+                    RecordError("INVALID_FIELD", "Records in a create request must not have an id.", ["Id"])
+                )
+            elif not self.model.has(kind):
+                results[i].errors.append(
+                    RecordError("INVALID_TYPE", f"sObject type '{kind}' is not supported.", [])
+                )
+            else:
+                groups.setdefault(kind, []).append(i)
+        try:
+            with self.state.transaction():
+                for kind, idx in groups.items():
+                    inserted = self.insert(kind, [records[i] for i in idx], allow_save=allow_save)
+                    for i, r in zip(idx, inserted, strict=True):
+                        results[i] = r
+                if all_or_none and any(not r.success for r in results):
+                    raise _RolledBack
+        except _RolledBack:
+            return _roll_back(results)
         return results
 
     def delete(self, ids: list[str], *, all_or_none: bool = False, hard: bool = False) -> list[SaveResult]:
@@ -562,7 +603,7 @@ class Writer:
             for i, raw in enumerate(ids):
                 rid = raw.strip()
                 if not ID_RE.match(rid):
-                    results[i].errors.append(RecordError("MALFORMED_ID", f"bad id {rid}", []))
+                    results[i].errors.append(RecordError("MALFORMED_ID", f"malformed id {rid}", []))
                     continue
                 rid = to18(rid)
                 results[i].id = rid
@@ -590,10 +631,7 @@ class Writer:
                     continue
                 plan.append((i, spec, rid))
             if all_or_none and any(not r.success for r in results):
-                for r in results:
-                    if r.success:
-                        r.errors.append(ROLLED_BACK)
-                return results
+                return _roll_back(results)
             stamp = now_wire()
             for _, spec, rid in plan:
                 self._clear_lookups(conn, spec, rid)
@@ -623,9 +661,7 @@ class Writer:
                 f"entity type cannot be {op}ed: {spec.label}", error_code="INVALID_TYPE_FOR_OPERATION"
             )
 
-    def _prepare(
-        self, conn: sqlite3.Connection, spec: ObjectSpec, rec: RecordIn, op: str, record_id: str | None
-    ) -> dict[str, Any]:
+    def _prepare(self, conn: sqlite3.Connection, spec: ObjectSpec, rec: RecordIn, op: str) -> dict[str, Any]:
         """The stored values `rec` sets (insert: with defaults and system fields), or Rejected."""
         out: dict[str, Any] = {}
         nulls: list[str] = []
@@ -658,9 +694,7 @@ class Writer:
                 out[f.name] = None
                 continue
             if value == "":
-                if op == "update":
-                    continue  # an empty cell leaves the field as it is
-                continue
+                continue  # an empty CSV cell: unset on insert, left as it is on update
             if not self.writable(spec, f, op):
                 raise _readonly(spec, f.name)
             out[f.name] = convert(f, value)
@@ -678,12 +712,7 @@ class Writer:
             if default is not None:
                 out[f.name] = default
             elif f.type == "boolean" and not f.computed:
-                out[f.name] = (
-                    1
-                    if (spec.name, f.name) == ("User", "IsActive")
-                    or (spec.name == "Pricebook2" and f.name == "IsActive")
-                    else 0
-                )
+                out[f.name] = 0
             elif f.name == "OwnerId" and f.is_lookup:
                 out[f.name] = self.state.api_user
         missing = [
@@ -856,9 +885,11 @@ class Writer:
 
     def _business_update(self, conn: sqlite3.Connection, batch: Batch) -> None:
         name = batch.spec.name
+        cols = [f.name for f in batch.spec.fields]
+        select = f'SELECT {", ".join(quote(c) for c in cols)} FROM {quote(name)} WHERE "Id" = ?'
         for i, row in list(batch.rows.items()):
             rid = batch.results[i].id
-            current = conn.execute(f'SELECT * FROM {quote(name)} WHERE "Id" = ?', (rid,)).fetchone()
+            current = conn.execute(select, (rid,)).fetchone()
             if current is None:
                 deleted = conn.execute("SELECT 1 FROM orgseed_recycle WHERE id = ?", (rid,)).fetchone()
                 batch.fail(
@@ -868,8 +899,7 @@ class Writer:
                     else RecordError("INVALID_CROSS_REFERENCE_KEY", "invalid cross reference id", []),
                 )
                 continue
-            cols = [d[0] for d in conn.execute(f"SELECT * FROM {quote(name)} LIMIT 0").description]
-            now = dict(zip(cols, current, strict=True))
+            now = batch.current[i] = dict(zip(cols, current, strict=True))
             if name == "Order":
                 status = row.get("Status", now["Status"])
                 others = [k for k in row if k != "Status" and row[k] != now.get(k)]
@@ -1092,12 +1122,6 @@ class Writer:
 
     # -- writing -----------------------------------------------------------------------------------------------
 
-    def _rolled_back(self, batch: Batch) -> list[SaveResult]:
-        for r in batch.results:
-            if r.success:
-                r.errors.append(ROLLED_BACK)
-        return batch.results
-
     def _write_inserts(self, conn: sqlite3.Connection, batch: Batch) -> None:
         spec = batch.spec
         order = sorted(batch.rows)
@@ -1116,13 +1140,9 @@ class Writer:
             row = batch.rows[i]
             sizes.append((ids[n], row.pop("__bytes", 0)))
             row["Id"] = ids[n]
-            created = row.get("CreatedDate") or stamp
-            row["CreatedDate"] = created
-            row.setdefault("CreatedById", None)
-            row["CreatedById"] = row["CreatedById"] or self.state.api_user
-            row["LastModifiedDate"] = row.get("LastModifiedDate") or (
-                created if "CreatedDate" in row and created != stamp else stamp
-            )
+            row["CreatedDate"] = row.get("CreatedDate") or stamp
+            row["CreatedById"] = row.get("CreatedById") or self.state.api_user
+            row["LastModifiedDate"] = row.get("LastModifiedDate") or row["CreatedDate"]
             row["LastModifiedById"] = row.get("LastModifiedById") or row["CreatedById"]
             row["SystemModstamp"] = stamp
             row["IsDeleted"] = 0
@@ -1142,53 +1162,38 @@ class Writer:
 
     def _write_updates(self, conn: sqlite3.Connection, batch: Batch) -> None:
         spec = batch.spec
+        index = fields_of(spec)
         stamp = now_wire()
         changes = []
         for i, row in sorted(batch.rows.items()):
             row.pop("__bytes", None)
             rid = batch.results[i].id
             assert rid is not None
-            current = dict(
-                zip(
-                    [f.name for f in spec.fields],
-                    conn.execute(
-                        f'SELECT {", ".join(quote(f.name) for f in spec.fields)} FROM {quote(spec.name)} WHERE "Id" = ?',
-                        (rid,),
-                    ).fetchone(),
-                    strict=True,
-                )
-            )
+            current = batch.current[i]
             merged = {**current, **row}
-            _derive(spec, merged, stamp, update=True, before=current)
+            _derive(spec, merged, stamp, before=current)
             row.update({k: merged[k] for k in merged if merged[k] != current.get(k)})
             row["LastModifiedDate"] = stamp
             row["LastModifiedById"] = self.state.api_user
             row["SystemModstamp"] = stamp
-            index = fields_of(spec)
             changes.append((rid, {k: v for k, v in row.items() if k.lower() in index}))
         update_rows(conn, spec, changes)
         if spec.name == "User":
             self._count_licences(conn)
 
 
-def _derive(
-    spec: ObjectSpec,
-    row: dict[str, Any],
-    stamp: str,
-    update: bool = False,
-    before: dict[str, Any] | None = None,
-) -> None:
-    """The computed fields of a written record (person Name, Case.IsClosed and ClosedDate)."""
+def _derive(spec: ObjectSpec, row: dict[str, Any], stamp: str, before: dict[str, Any] | None = None) -> None:
+    """The computed fields of a written record (a person's Name, Case.IsClosed and ClosedDate), by the rules
+    a served bundle uses (orgs/local/computed.py)."""
     index = fields_of(spec)
     if "name" in index and index["name"].computed and "lastname" in index:
-        row["Name"] = " ".join(p for p in (row.get("FirstName"), row.get("LastName")) if p)
+        row["Name"] = person_name(row.get("FirstName"), row.get("LastName"))
     if spec.name == "Case" and "Status" in row:
-        closed = str(row.get("Status") or "").lower() == "closed"
+        closed = status_closed(row.get("Status"))
         row["IsClosed"] = 1 if closed else 0
-        was_closed = bool(before and str(before.get("Status") or "").lower() == "closed")
         if closed and not row.get("ClosedDate"):
             row["ClosedDate"] = stamp
-        elif not closed and was_closed:
+        elif not closed and before is not None and status_closed(before.get("Status")):
             row["ClosedDate"] = None
 
 
@@ -1197,7 +1202,8 @@ def _order_error(message: str, fields: list[str]) -> RecordError:
 
 
 def _readonly(spec: ObjectSpec, name: str) -> Rejected:
-    canonical = spec.field(name).name if spec.has_field(name) else name
+    f = fields_of(spec).get(name.lower())
+    canonical = f.name if f is not None else name
     return Rejected(
         "INVALID_FIELD_FOR_INSERT_UPDATE",
         f"Unable to create/update fields: {canonical}. Please check the security settings of this field and "
@@ -1218,7 +1224,3 @@ def _get(rec: RecordIn, name: str) -> Any:
         if k.lower() == name.lower():
             return v
     return None
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)

@@ -23,6 +23,7 @@ import io
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from orgs.local.errors import NotFound, OrgApiError
@@ -221,11 +222,9 @@ class IngestJobs:
         """successfulResults | failedResults | unprocessedrecords, as CSV text."""
         with self.state.lock:
             info = self._load(job_id)
-            header = self._header(job_id, info)
             if kind == "unprocessedrecords":
-                lines = [_csv_line(header)] if header else []
-                lines += self._unprocessed(job_id, info)
-                return "".join(lines)
+                return self._unprocessed(job_id, info)
+            header = self._header(job_id, info)
             first = ["sf__Id", "sf__Created"] if kind == "successfulResults" else ["sf__Id", "sf__Error"]
             rows = self.state.conn.execute(
                 "SELECT line FROM orgseed_job_results WHERE job = ? AND kind = ? ORDER BY seq", (job_id, kind)
@@ -246,19 +245,20 @@ class IngestJobs:
                 (json.dumps(info), info["state"], batches_done, job_id),
             )
 
-    def _parse(self, job_id: str, info: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    def _rows(self, job_id: str, info: dict[str, Any]) -> Iterator[list[str]]:
+        """The uploaded CSV's rows (the header first), read as they are asked for."""
         row = self.state.conn.execute("SELECT csv FROM orgseed_jobs WHERE id = ?", (job_id,)).fetchone()
-        data = bytes(row[0] or b"")
-        text = data.decode("utf-8-sig")
+        text = bytes(row[0] or b"").decode("utf-8-sig")
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=DELIMITERS[info["columnDelimiter"]])
-        rows = [r for r in reader if r]
-        if not rows:
-            return [], []
-        return rows[0], rows[1:]
+        return (r for r in reader if r)
+
+    def _parse(self, job_id: str, info: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+        rows = self._rows(job_id, info)
+        return next(rows, []), list(rows)
 
     def _header(self, job_id: str, info: dict[str, Any]) -> list[str]:
-        header, _ = self._parse(job_id, info)
-        return header
+        """The header alone (result pages repeat it; the rows need not be parsed for that)."""
+        return next(self._rows(job_id, info), [])
 
     def _progress(self, job_id: str) -> tuple[int, int]:
         """(batches done, rows per batch) of a job: the batch size is the one it was created with."""
@@ -267,12 +267,12 @@ class IngestJobs:
         ).fetchone()
         return int(done), int(size)
 
-    def _unprocessed(self, job_id: str, info: dict[str, Any]) -> list[str]:
-        if info["state"] == "JobComplete":
-            return []
+    def _unprocessed(self, job_id: str, info: dict[str, Any]) -> str:
+        """The rows never attempted (after an abort or a failure), under the header."""
+        header, rows = self._parse(job_id, info)
         done, size = self._progress(job_id)
-        _, rows = self._parse(job_id, info)
-        return [_csv_line(r) for r in rows[done * size :]]
+        left = [] if info["state"] == "JobComplete" else rows[done * size :]
+        return "".join(_csv_line(r) for r in ([header] if header else []) + left)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -288,11 +288,7 @@ class IngestJobs:
                 try:
                     self._process(row[0])
                 except Exception as exc:  # a job must never stay InProgress for ever
-                    with self.state.transaction() as conn:
-                        info = self._load(row[0])
-                        info["state"] = "Failed"
-                        info["errorMessage"] = f"InternalError : {type(exc).__name__}: {exc}"
-                        self._save(conn, row[0], info)
+                    self._fail_job(row[0], f"InternalError : {type(exc).__name__}: {exc}")
 
     def _fail_job(self, job_id: str, message: str) -> None:
         with self.state.transaction() as conn:

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
-import secrets
 import sqlite3
 import xml.etree.ElementTree as ET
 import zipfile
@@ -39,13 +37,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from orgs.local.api import session, writable_org
 from orgs.local.computed import RULES, rule_field
-from orgs.local.errors import InvalidSession, OrgApiError
+from orgs.local.errors import OrgApiError
 from orgs.local.store import column_sql, quote, searchable_fields
-from orgs.local.writable.catalog import SETUP_PATH, Catalog, Entry, model_template
+from orgs.local.writable.catalog import SETUP_PATH, Entry, model_template
 from orgs.local.writable.state import (
-    Settings,
     add_index,
+    counter,
     create_fts,
     create_table,
     delete_rows,
@@ -237,7 +236,7 @@ def _new_prefix(org: WritableOrg, conn: sqlite3.Connection, name: str) -> str:
     used = {e.spec.key_prefix for e in org.state.catalog.entries.values()}
     if template is not None and template.key_prefix not in used:
         return template.key_prefix
-    n = org.state._bump(conn, "custom-object-prefix", 1)
+    n = counter(conn, "custom-object-prefix", 1)
     alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     while True:
         prefix = "a" + alphabet[n // 62 % 62] + alphabet[n % 62]
@@ -301,15 +300,7 @@ def apply_deploy(org: WritableOrg, raw: bytes, deploy_id: str) -> DeployResult:
     except DeployError as exc:
         result.failures.append(exc.failure)
         result.deployed = 0
-        # the catalogue in memory follows the database, which rolled back
-        state.catalog = Catalog(
-            [
-                Entry.from_json(t)
-                for (t,) in state.conn.execute("SELECT spec FROM orgseed_objects ORDER BY rowid")
-            ]
-        )
-        saved = state.conn.execute("SELECT value FROM orgseed_meta WHERE key = 'settings'").fetchone()[0]
-        state.settings = Settings(**json.loads(saved))
+        state.reload()  # the catalogue and settings in memory follow the database, which rolled back
     org.refresh()
     return result
 
@@ -628,20 +619,7 @@ def _deploy_id(org: WritableOrg) -> str:
 
 
 def _soap_org(request: Request) -> Any:
-    state = request.app.state.org
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() not in ("bearer", "oauth") or not secrets.compare_digest(
-        value.strip().encode(), state.token
-    ):
-        raise InvalidSession()
-    org = state.org
-    if not getattr(org, "writable", False):
-        raise OrgApiError(
-            "The local org serves a bundle read-only; deploy to an empty org (orgseed serve --empty STATE_DIR).",
-            error_code="METHOD_NOT_ALLOWED",
-            status=405,
-        )
-    return org
+    return writable_org(session(request).org, "Metadata API deploys")
 
 
 __all__ = ["apply_deploy", "metadata_routes", "read_zip"]

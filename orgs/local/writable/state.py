@@ -102,13 +102,20 @@ class StateDir:
         self.conn = conn
         self.lock = threading.RLock()
         self._depth = 0
-        meta = dict(conn.execute("SELECT key, value FROM orgseed_meta").fetchall())
+        self.reload()
+
+    def reload(self) -> None:
+        """The org's identity, edition, settings and catalogue as the database holds them."""
+        meta = dict(self.conn.execute("SELECT key, value FROM orgseed_meta").fetchall())
         self.org_id: str = meta["org_id"]
         self.api_user: str = meta["api_user"]
         self.edition = Edition(**json.loads(meta["edition"]))
         self.settings = Settings(**json.loads(meta["settings"]))
         self.catalog = Catalog(
-            [Entry.from_json(t) for (t,) in conn.execute("SELECT spec FROM orgseed_objects ORDER BY rowid")]
+            [
+                Entry.from_json(t)
+                for (t,) in self.conn.execute("SELECT spec FROM orgseed_objects ORDER BY rowid")
+            ]
         )
 
     # -- opening -------------------------------------------------------------------------------------------
@@ -131,13 +138,20 @@ class StateDir:
                 file=str(root),
             )
         fd = _lock(root / LOCK_FILE)
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            new = not conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'orgseed_meta'"
-            ).fetchone()
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                new = not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'orgseed_meta'"
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise UsageError(
+                    f"{db} cannot be read as an orgseed org's state ({exc}); give a new state directory.",
+                    file=str(db),
+                ) from None
             if new:
                 ed = edition(edition_name or "developer")
                 if knobs:
@@ -170,6 +184,8 @@ class StateDir:
                     )
             return cls(root, fd, conn)
         except BaseException:
+            if conn is not None:
+                conn.close()
             os.close(fd)
             raise
 
@@ -252,24 +268,12 @@ class StateDir:
 
     def next_ids(self, conn: sqlite3.Connection, prefix: str, n: int) -> list[str]:
         """`n` new record ids for key prefix `prefix` (18 characters)."""
-        start = self._bump(conn, f"id:{prefix}", n)
-        return [to18(f"{prefix}8W{i:010d}") for i in range(start, start + n)]
+        return new_ids(conn, prefix, n)
 
     def next_numbers(self, conn: sqlite3.Connection, name: str, n: int) -> list[str]:
         """`n` auto-numbers (CaseNumber, OrderNumber): 8 digits, zero-padded, from 00000001."""
-        start = self._bump(conn, f"number:{name}", n)
+        start = counter(conn, f"number:{name}", n)
         return [f"{i:08d}" for i in range(start, start + n)]
-
-    @staticmethod
-    def _bump(conn: sqlite3.Connection, key: str, n: int) -> int:
-        row = conn.execute("SELECT value FROM orgseed_counters WHERE key = ?", (key,)).fetchone()
-        start = int(row[0]) if row else 1
-        conn.execute(
-            "INSERT INTO orgseed_counters (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, start + n),
-        )
-        return start
 
     def storage_used(self) -> int:
         row = self.conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM orgseed_storage").fetchone()
@@ -401,7 +405,7 @@ def _create(conn: sqlite3.Connection, ed: Edition) -> None:
         by_name = {e.spec.name: e.spec for e in entries}
 
         def new_id(prefix: str) -> str:
-            return _new_id(conn, prefix)
+            return new_ids(conn, prefix, 1)[0]
 
         admin = new_id("005")
 
@@ -562,6 +566,19 @@ def _create(conn: sqlite3.Connection, ed: Edition) -> None:
     conn.execute("COMMIT")
 
 
-def _new_id(conn: sqlite3.Connection, prefix: str) -> str:
-    start = StateDir._bump(conn, f"id:{prefix}", 1)
-    return to18(f"{prefix}8W{start:010d}")
+def counter(conn: sqlite3.Connection, key: str, n: int) -> int:
+    """Take `n` numbers from the org's counter `key` (inside the caller's transaction); the first one."""
+    row = conn.execute("SELECT value FROM orgseed_counters WHERE key = ?", (key,)).fetchone()
+    start = int(row[0]) if row else 1
+    conn.execute(
+        "INSERT INTO orgseed_counters (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, start + n),
+    )
+    return start
+
+
+def new_ids(conn: sqlite3.Connection, prefix: str, n: int) -> list[str]:
+    """`n` new 18-character record ids with key prefix `prefix`."""
+    start = counter(conn, f"id:{prefix}", n)
+    return [to18(f"{prefix}8W{i:010d}") for i in range(start, start + n)]

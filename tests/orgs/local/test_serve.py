@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ from simple_salesforce import Salesforce
 
 from orgs.local.serve import LocalServer, check_host, ensure_certificate
 from schemas.errors import UsageError
-from tests.conftest import REPO, copy_bundle
+from tests.conftest import copy_bundle
+from tests.orgs.local.cli import read_snippet, serve_cli
 
 
 def test_certificate_is_what_clients_accept(served_bundle: Path, server: LocalServer) -> None:
@@ -90,35 +90,14 @@ def test_busy_port_is_a_clear_error(served_bundle: Path, server: LocalServer) ->
 
 
 def _serve(bundle: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "serve", str(bundle), *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return serve_cli(str(bundle), *args)
 
 
 def test_cli_serve_end_to_end(small_bundle: Path, tmp_path: Path) -> None:
     bundle = copy_bundle(small_bundle, tmp_path / "bundle")
     proc = _serve(bundle, "--token", "cli-token", "--today", "2024-06-01")
-    lines: list[str] = []
-    url = ca = None
-    deadline = time.monotonic() + 60
     try:
-        assert proc.stdout is not None
-        while time.monotonic() < deadline and not (url and ca):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if m := re.match(r"export ORGSEED_INSTANCE_URL=(\S+)", line):
-                url = m.group(1)
-            if m := re.match(r"export REQUESTS_CA_BUNDLE=(\S+)", line):
-                ca = m.group(1)
-        assert url and ca, "".join(lines)
+        url, ca, lines = read_snippet(proc)
         assert url.startswith("https://127.0.0.1:")
         assert any("export ORGSEED_SESSION_ID=cli-token" in line for line in lines)
         session = requests.Session()

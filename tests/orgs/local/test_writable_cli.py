@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,36 +13,15 @@ import requests
 from simple_salesforce import Salesforce
 
 from orgs.local.writable.org import WritableOrg
-from tests.conftest import REPO
+from tests.orgs.local.cli import read_snippet, serve_cli
 
 
 def _serve(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "serve", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return serve_cli(*args)
 
 
 def _connect(proc: subprocess.Popen[str]) -> tuple[Any, requests.Session, str, list[str]]:
-    lines: list[str] = []
-    url = ca = None
-    deadline = time.monotonic() + 60
-    assert proc.stdout is not None
-    while time.monotonic() < deadline and not (url and ca):
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if m := re.match(r"export ORGSEED_INSTANCE_URL=(\S+)", line):
-            url = m.group(1)
-        if m := re.match(r"export REQUESTS_CA_BUNDLE=(\S+)", line):
-            ca = m.group(1)
-    assert url and ca, "".join(lines)
+    url, ca, lines = read_snippet(proc)
     session = requests.Session()
     session.verify = ca
     session.trust_env = False

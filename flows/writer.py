@@ -90,7 +90,7 @@ def check_writer_options(opts: BuildOptions) -> None:
 
 def _settings(opts: BuildOptions, root: Path | None) -> LLMSettings:
     """The writer's settings for this build: the options' own, with the run's usage folder and, on a Dask
-    cluster, the name under which its workers share --concurrency and --rpm (generator/text/shared.py)."""
+    cluster, the name under which its workers share --concurrency, --rpm and --tpm (generator/text/shared.py)."""
     usage_dir = str(root / WORK_DIR / USAGE_DIR) if root is not None else None
     shared = None
     if root is not None and opts.engine == "prefect" and opts.runner == "dask":

@@ -137,6 +137,14 @@ class LLMVerificationError(LLMError, Terminal):
         self.failed = failed
 
 
+def estimated_tokens(params: dict[str, Any]) -> float:
+    """What `--tpm` counts for a request before it is sent: its prompt at four characters a token, and half
+    the completion it may ask for."""
+    chars = sum(len(m["content"]) for m in params["messages"])
+    limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    return chars / 4 + limit / 2
+
+
 class _FormatUnsupported(Exception):
     """The endpoint refused the response format (json_schema / json_object)."""
 
@@ -185,7 +193,7 @@ class LLMSettings:
     backoff_max: float = 30.0
     limit_window_seconds: float = 60.0  # the window of --rpm/--tpm (tests shorten it)
     # set by the build for --runner dask: the name under which every worker's writer shares --concurrency and
-    # --rpm through the Dask scheduler (generator/text/shared.py); None: this process's own limits only
+    # --rpm and --tpm through the Dask scheduler (generator/text/shared.py); None: this process's own limits only
     shared_limits: str | None = None
 
     def options(self) -> tuple[tuple[str, Any], ...]:
@@ -501,7 +509,7 @@ class _Engine:
         self.thread = threading.Thread(target=self._run, name="orgseed-llm", daemon=True)
         self.thread.start()
         # the run's cluster-wide limits, joined here (the calling thread: in a Dask worker, the task's)
-        self.shared = SharedLimits.join(s.shared_limits, s.concurrency, s.rpm, s.limit_window_seconds)
+        self.shared = SharedLimits.join(s.shared_limits, s.concurrency, s.rpm, s.limit_window_seconds, s.tpm)
         self.cache: ResponseCache | None = None
         if s.use_cache:
             self.cache = self.db.submit(ResponseCache, s.cache_path()).result()
@@ -973,16 +981,15 @@ class LLMWriter(TextWriter):
 
         e = self._e
         await self._wait_pause()
-        shared = e.shared.slot() if e.shared is not None else contextlib.nullcontext()
+        tokens = estimated_tokens(params)
+        shared = e.shared.slot(tokens) if e.shared is not None else contextlib.nullcontext()
         async with e.gate.slot() as slot, shared:
             if mode != self.mode:
                 raise _FormatUnsupported()  # another request found the format unsupported meanwhile
             if e.rpm is not None:
                 await e.rpm.acquire()
             if e.tpm is not None:
-                chars = sum(len(m["content"]) for m in params["messages"])
-                limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
-                await e.tpm.acquire(min(float(self.settings.tpm or 1), chars / 4 + limit / 2))
+                await e.tpm.acquire(min(float(self.settings.tpm or 1), tokens))
             await self._wait_pause()
             try:
                 # response_format travels in extra_body: the same JSON, without the SDK walking the schema's

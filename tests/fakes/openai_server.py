@@ -124,6 +124,8 @@ class FakeStats:
     formats: Counter[str] = field(default_factory=Counter)  # response_format types seen
     keys_seen: set[str] = field(default_factory=set)
     max_tokens: list[int] = field(default_factory=list)  # per request, in arrival order
+    # per request, in arrival order: (time.monotonic() on arrival, prompt characters, max_tokens asked for)
+    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)  # transport faults injected, by name
     max_in_flight: int = 0
     in_flight: int = 0
@@ -296,7 +298,10 @@ class FakeOpenAI:
         fmt = (req.get("response_format") or {}).get("type", "text")
         with self._lock:
             st.formats[fmt] += 1
-            st.max_tokens.append(int(req.get("max_tokens") or req.get("max_completion_tokens") or 0))
+            limit = int(req.get("max_tokens") or req.get("max_completion_tokens") or 0)
+            st.max_tokens.append(limit)
+            chars = sum(len(str(m.get("content") or "")) for m in req.get("messages") or [])
+            st.arrivals.append((time.monotonic(), chars, limit))
         # Faults that do not depend on the content: scripted, else by the roll.
         fault = forced
         if fault is None:

@@ -1,13 +1,17 @@
 """The Dask engine: a small org built on a two-worker local Dask cluster with a memory limit per worker is
-byte-identical to the threads runner's build and to a one-shard build."""
+byte-identical to the threads runner's build and to a one-shard build, also when workers die mid-build and are
+restarted."""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from distributed import WorkerPlugin
 
 from flows.build import check_options
 from flows.options import BuildOptions
@@ -47,3 +51,65 @@ def test_a_bad_memory_limit_is_refused_before_anything_runs(options: dict[str, A
     with pytest.raises(UsageError, match="--dask-memory-limit") as err:
         check_options(BuildOptions(**options))
     assert words in str(err.value)
+
+
+class KillWorkers(WorkerPlugin):
+    """A Dask worker plugin: the worker process dies (no clean-up, as when the OOM killer takes it) the first
+    time any worker starts a task (`executing`) and the first time one finishes a task (`memory`: its files
+    written, its result not yet sent). Marker files make each happen once across the restarted workers."""
+
+    name = "orgseed-test-kill-workers"
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def setup(self, worker: Any) -> None:
+        self.worker = worker
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish not in ("executing", "memory"):
+            return
+        marker = Path(self.folder) / f"killed-{finish}"
+        try:
+            marker.touch(exist_ok=False)  # the first worker to get here, once
+        except FileExistsError:
+            return
+        os._exit(1)
+
+
+@pytest.fixture
+def prefect_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A Prefect API server for the build and for the workers of a cluster started here (which inherit the
+    environment, as `dask worker` processes on a user's machines would with PREFECT_API_URL set)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    monkeypatch.setenv("PREFECT_API_URL", server.api_url)
+    try:
+        yield server.api_url
+    finally:
+        server.stop()
+
+
+def test_workers_killed_mid_build_are_restarted_and_the_bundle_is_unchanged(
+    tmp_path: Path, small_bundle: Path, prefect_api: str
+) -> None:
+    import distributed
+
+    one_shard = json.loads((small_bundle / "manifest.json").read_text())
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="1GiB"
+    )
+    with cluster, distributed.Client(cluster) as client:
+        client.register_plugin(KillWorkers(str(markers)))
+        dask = _build(tmp_path / "dask", shards=2, runner="dask", dask_address=cluster.scheduler_address)
+        workers = client.scheduler_info()["workers"]
+    # both deaths happened, the nannies restarted the workers, and the shards ran again
+    assert sorted(p.name for p in markers.iterdir()) == ["killed-executing", "killed-memory"]
+    assert len(workers) == 2
+    assert dask["build"]["runner"] == "dask"
+    assert dask["data_sha256"] == one_shard["data_sha256"]
+    assert dask["files"] == one_shard["files"]

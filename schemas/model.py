@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +106,13 @@ class ObjectSpec:
         return found
 
     def _index(self) -> dict[str, FieldSpec]:
-        return _field_index(self)
+        return self._by_lower_name
 
-
-@cache
-def _field_index(obj: ObjectSpec) -> dict[str, FieldSpec]:
-    return {f.name.lower(): f for f in obj.fields}
+    @cached_property
+    def _by_lower_name(self) -> dict[str, FieldSpec]:
+        # kept on the instance: a module-level cache keyed by the spec hashed the whole frozen spec (every
+        # field) on every lookup, most of the cost of a per-row field() call (measured in the writable org)
+        return {f.name.lower(): f for f in self.fields}
 
 
 @dataclass(frozen=True)

@@ -59,27 +59,33 @@ class StageRunner(Protocol):
     """Runs one named build stage (`fn(*args)`, sync or async) and returns its result.
 
     In-process (`run_inline`) it is a plain call; under Prefect each stage is a task run of its own, with its
-    own state and retries (flows/prefect_flow.py), so a failed stage is retried alone."""
+    own state and retries (flows/prefect_flow.py), so a failed stage is retried alone. A `remote` stage is a
+    module-level function of files in the bundle folder and picklable arguments, returning a picklable value
+    and changing nothing in this process: a runner with worker processes (Dask) runs it on a worker. A runner
+    may record where each stage ran in `where` (stage name → "local" or a worker's address)."""
 
-    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any: ...
 
 
-def timed(stage: StageRunner, spans: dict[str, dict[str, float]]) -> StageRunner:
+def timed(stage: StageRunner, spans: dict[str, dict[str, Any]]) -> StageRunner:
     """`stage`, recording each stage's start (epoch seconds, so a benchmark can line its memory samples up
-    with it) and duration in `spans` (the manifest's /timings/stages)."""
+    with it), duration and, when the runner says, where it ran, in `spans` (the manifest's /timings/stages)."""
 
-    async def run(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run(name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
         start, t = time.time(), time.perf_counter()
         try:
-            return await stage(name, fn, *args)
+            return await stage(name, fn, *args, remote=remote)
         finally:
             spans[name] = {"start": round(start, 3), "seconds": round(time.perf_counter() - t, 3)}
+            where = getattr(stage, "where", {}).get(name)
+            if where is not None:
+                spans[name]["where"] = where
 
     return run
 
 
-async def run_inline(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """The stage runner without an orchestrator: call the stage here."""
+async def run_inline(name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
+    """The stage runner without an orchestrator: call the stage here (remote or not)."""
     result = fn(*args)
     if inspect.isawaitable(result):
         return await result
@@ -263,7 +269,7 @@ async def make_tasks(
     bundle = Bundle(root)
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
-    await stage("tasks.check", check_task_answers, root)
+    await stage("tasks.check", check_task_answers, root, remote=True)
     api = await stage("tasks.check_api", check_tasks_through_the_org, root)
     figures = fidelity_figures(
         root
@@ -343,10 +349,13 @@ def write_world(bundle: Bundle, world: World) -> dict[str, str]:
     return files
 
 
-def validate_step(root: Path, profile: Profile, model: OrgModel, manifest: dict[str, Any]) -> Report:
-    """Validate the written bundle; record the outcome and its timing in the manifest (not yet written)."""
+async def validate_step(
+    root: Path, profile: Profile, model: OrgModel, manifest: dict[str, Any], stage: StageRunner = run_inline
+) -> Report:
+    """Validate the written bundle (the `validate` stage: on a Dask worker under `--runner dask`); write the
+    report and record the outcome and its timing in the manifest (not yet written)."""
     t = time.perf_counter()
-    report = validate_bundle(root, profile, model)
+    report: Report = await stage("validate", validate_bundle, root, profile, model, remote=True)
     write_report(report, root)
     seconds = time.perf_counter() - t
     manifest["validated"] = report.ok
@@ -445,7 +454,7 @@ async def build_bundle(
             files[latent.path] = latent.sha256
 
     rc = RunContext(root, run, make_context(run, model, profile))
-    spans: dict[str, dict[str, float]] = {}
+    spans: dict[str, dict[str, Any]] = {}
     stage = timed(stage, spans)
     t_gen, t_gen_epoch = time.perf_counter(), time.time()
     steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
@@ -473,7 +482,7 @@ async def build_bundle(
             manifest["stages"]["generate"] = "complete"
             bundle.write_manifest(manifest)
         if "validate" not in stages:
-            validation = await stage("validate", validate_step, root, profile, model, manifest)
+            validation = await validate_step(root, profile, model, manifest, stage)
             if not validation.ok:
                 manifest["status"] = "invalid"
                 raise ValidationFailed(validation, str(root / REPORT_PATH))

@@ -1,7 +1,8 @@
 """The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, every one a Prefect task:
 one per object × shard generation job (never per record), and one per later stage (`world`, `validate`,
 `tasks`, `tasks.check`, `tasks.check_api`), each with its own state and retries, so a failed stage is retried
-alone and a Prefect server's UI shows the whole build. The tasks and the flow are defined at module level so
+alone and a Prefect server's UI shows the whole build. On Dask, the shards and the stages that are functions
+of the bundle's files (`validate`, `tasks.check`) run on the cluster's workers. The tasks and the flow are defined at module level so
 process-based task runners (Dask) can pickle them. Imported only when the Prefect engine runs.
 """
 
@@ -81,14 +82,50 @@ async def stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return result
 
 
-async def run_stage(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """The flow's stage runner (flows.build.StageRunner): the stage is a task run named after it, run in the
-    flow's process (stages share the build's writer and manifest); its arguments are passed under `quote`, so
-    Prefect neither inspects nor records them."""
-    named = stage_task.with_options(name=name, task_run_name=name)
-    quoted_fn: Any = quote(fn)
-    quoted_args: Any = quote(args)
-    return await named(quoted_fn, quoted_args)
+@task(
+    name="remote stage",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    log_prints=False,
+    retries=RETRIES,
+    retry_condition_fn=worth_retrying,
+)
+def remote_stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, str]:
+    """A remote stage on whichever process the task runner chose: its result, and where it ran (the Dask
+    worker's address, or "local" in the flow's process)."""
+    try:
+        from distributed import get_worker
+
+        where = str(get_worker().address)
+    except (ImportError, ValueError):
+        where = "local"
+    return fn(*args), where
+
+
+class StageTasks:
+    """The flow's stage runner (flows.build.StageRunner): every stage is a task run named after it. A stage runs
+    in the flow's process (stages share the build's writer and manifest), its arguments under `quote`, so
+    Prefect neither inspects nor records them; except a `remote` stage when the flow runs on Dask
+    (`on_workers`): it is submitted to the cluster like a shard and runs on a worker. `where` records where
+    each stage ran."""
+
+    def __init__(self, on_workers: bool = False) -> None:
+        self.on_workers = on_workers
+        self.where: dict[str, str] = {}
+
+    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
+        if remote and self.on_workers:
+            # not under `quote`: an annotation is a tuple, which Dask takes apart on its way to the worker
+            future = remote_stage_task.with_options(name=name, task_run_name=name).submit(fn, args)
+            result, self.where[name] = await asyncio.to_thread(future.result)
+            return result
+        self.where[name] = "local"
+        quoted_fn: Any = quote(fn)
+        quoted_args: Any = quote(args)
+        return await stage_task.with_options(name=name, task_run_name=name)(quoted_fn, quoted_args)
+
+
+run_stage = StageTasks()  # every stage in the flow's process (the upload flow's runner)
 
 
 @flow(name="orgseed-build", log_prints=False, persist_result=False, validate_parameters=False)
@@ -96,7 +133,11 @@ async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
     opts = BuildOptions.from_dict(options)
     threads = opts.runner == "threads"
     report = await build_bundle(
-        opts, PrefectExecutor(threads), current_progress(), shares_memory=threads, stage=run_stage
+        opts,
+        PrefectExecutor(threads),
+        current_progress(),
+        shares_memory=threads,
+        stage=StageTasks(on_workers=opts.runner == "dask"),
     )
     return {
         "flow_run_id": flow_run.get_id(),

@@ -35,6 +35,12 @@ def test_two_memory_limited_dask_workers_build_the_same_bundle_as_threads_and_on
     assert threads["build"]["runner"] == "threads"
     assert dask["data_sha256"] == threads["data_sha256"] == one_shard["data_sha256"]
     assert dask["files"] == threads["files"] == one_shard["files"]  # latent/ and tasks/ too
+    # the stages that read only the bundle's files ran on the cluster's workers, the rest in the flow's process
+    where = {name: span.get("where") for name, span in dask["timings"]["stages"].items()}
+    assert where["validate"].startswith("tcp://127.0.0.1:")
+    assert where["tasks.check"].startswith("tcp://127.0.0.1:")
+    assert where["tasks"] == where["tasks.check_api"] == "local"
+    assert {threads["timings"]["stages"][n].get("where") for n in ("validate", "tasks.check")} == {"local"}
 
 
 @pytest.mark.parametrize(

@@ -200,8 +200,7 @@ def _read(bundle: Bundle, name: str) -> pd.DataFrame:
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
     if bundle.has_data(name):
-        raw = bundle.read_raw(name)
-        raw = raw[[c for c in columns if c in raw.columns]].copy()
+        raw = bundle.read_columns(name, columns)
     else:
         raw = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
     for c in columns:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from dateutil.relativedelta import relativedelta
 
-from orgs.bundle import Bundle
+from orgs.bundle import Bundle, type_frame
 from schemas.errors import Terminal
 from schemas.model import OrgModel, load_model
 from schemas.taskspec import MONTHS
@@ -197,6 +197,27 @@ def pick_extreme(values: dict[str, float], mode: str) -> Solution:
     )
 
 
+# The columns the builders read of the large objects (the others are read whole): a builder reading another
+# column of these fails with a KeyError naming it; add it here.
+READ_COLUMNS: dict[str, tuple[str, ...]] = {
+    "Case": (
+        "Id",
+        "Status",
+        "OwnerId",
+        "AccountId",
+        "CreatedDate",
+        "ClosedDate",
+        "OrderItemId__c",
+        "IssueId__c",
+    ),
+    "CaseHistory__c": ("Id", "CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate"),
+    "Order": ("Id", "AccountId", "Status", "EffectiveDate"),
+    "OrderItem": ("Id", "OrderId", "Product2Id"),
+    "EmailMessage": ("Id", "ParentId", "TextBody", "Incoming", "MessageDate"),
+    "LiveChatTranscript": ("Id", "CaseId", "OwnerId", "Body", "StartTime"),
+}
+
+
 class OrgData:
     """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
 
@@ -231,9 +252,15 @@ class OrgData:
         }
 
     def frame(self, name: str) -> pd.DataFrame:
+        """`name`'s records, typed; of the large objects only the columns the builders use (READ_COLUMNS)."""
         key = f"frame:{name}"
         if key not in self.cache:
-            self.cache[key] = self.bundle.read_object(self.model.get(name))
+            spec = self.model.get(name)
+            if name in READ_COLUMNS:
+                raw = self.bundle.read_columns(name, READ_COLUMNS[name])
+            else:
+                raw = self.bundle.read_raw(name, spec)
+            self.cache[key] = type_frame(spec, raw)
         return self.cache[key]
 
     @cached_property

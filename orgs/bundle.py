@@ -859,6 +859,9 @@ class Bundle:
             except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
                 self.read_raw(sobject)
                 raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
+            if frame.isna().to_numpy().any():  # a row with fewer cells than the header
+                self.read_raw(sobject)
+                raise BundleError(f"{path}: a row has fewer cells than the header.", file=str(path))
             frames.append(frame[wanted])
         out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         return out.astype(object).where(out != "", None)

@@ -13,6 +13,7 @@ a digest of the org model, the store format and each CSV's size and modification
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
@@ -23,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from orgs.bundle import Bundle, BundleError
 from orgs.local.computed import OrgFacts, compute, local_model, record_dates, stored_spec, wire_datetime
@@ -251,10 +254,23 @@ def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:
     return OrgFacts(go_live, api_user)
 
 
+def _read_stored(bundle: Bundle, spec: ObjectSpec) -> pd.DataFrame:
+    """The stored columns of `spec` (strings, None for empty), by pandas' C reader when every file's header
+    is the model's; otherwise `read_raw`, whose BundleError names the file and what differs."""
+    stored = stored_spec(spec)
+    names = [f.name for f in stored.fields]
+    for path in bundle.data_files(spec.name):
+        with path.open(encoding="utf-8", newline="") as fh:
+            header = next(csv.reader(fh), None)
+        if header != names:
+            return bundle.read_raw(spec.name, stored)
+    return bundle.read_columns(spec.name, names)
+
+
 def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, facts: OrgFacts) -> None:
     table = quote(spec.name)
     conn.execute(f"CREATE TABLE {table} ({', '.join(column_sql(f) for f in spec.fields)})")
-    raw = bundle.read_raw(spec.name, stored_spec(spec))
+    raw = _read_stored(bundle, spec)
     computed = compute(spec, raw, facts)
     columns = []
     for f in spec.fields:
@@ -264,13 +280,13 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
         values = raw[f.name].tolist()
         conv = _convert(f)
         columns.append(values if conv is None else [conv(v) for v in values])
-    rows = list(zip(*columns, strict=True)) if columns else []
+    del raw
     marks = ", ".join("?" for _ in spec.fields)
     names_sql = ", ".join(quote(f.name) for f in spec.fields)
+    rowids = range(1, len(columns[0]) + 1) if columns else range(0)
     # explicit rowids (1..n, CSV order): the FTS table and the default record order key off them
     conn.executemany(
-        f"INSERT INTO {table} (rowid, {names_sql}) VALUES (?, {marks})",
-        [(n + 1, *r) for n, r in enumerate(rows)],
+        f"INSERT INTO {table} (rowid, {names_sql}) VALUES (?, {marks})", zip(rowids, *columns, strict=True)
     )
     for f in spec.fields:
         if f.type in INDEXED_TYPES:
@@ -283,8 +299,7 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
         )
         names = [f.name for f in spec.fields]
         idx = [names.index(f.name) for f in text_fields]
-        fts_rows = [(n + 1, *(search_text(r[i]) for i in idx)) for n, r in enumerate(rows)]
         conn.executemany(
             f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) VALUES (?, {', '.join('?' for _ in idx)})",
-            fts_rows,
+            zip(rowids, *(map(search_text, columns[i]) for i in idx), strict=True),
         )

@@ -55,6 +55,9 @@ class Token:
 
 
 _PLAIN_STRING = re.compile(r"'([^'\\\n]*)'")
+# a list of plain strings on one line (`'a', 'b', ...`: the long IN lists of ids) and its parts
+_STRING_RUN = re.compile(r"'[^'\\\n]*'(?:[ \t]*,[ \t]*'[^'\\\n]*')+")
+_RUN_PART = re.compile(r"'([^'\\\n]*)'|,")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
@@ -132,7 +135,11 @@ class _Lexer:
                 continue
             start = self.pos
             if ch == "'":
-                self.string()
+                run = _STRING_RUN.match(src, start)
+                if run is not None:
+                    self.string_run(run.end())
+                else:
+                    self.string()
             elif _is_digit(ch):
                 self.number_or_date()
             elif ch == "-" or ch == "+":
@@ -169,6 +176,22 @@ class _Lexer:
                 )
         self.out.append(Token(T.EOF, "", None, n, n, self.line, n - self.line_start + 1))
         return self.out
+
+    def string_run(self, end: int) -> None:
+        """Plain strings and commas up to `end` (no line breaks, no escapes): the tokens `string` and the
+        comma branch of `run` give them, in one pass."""
+        out = self.out
+        line = self.line
+        col0 = 1 - self.line_start
+        src = self.src
+        for part in _RUN_PART.finditer(src, self.pos, end):
+            s, e = part.span()
+            value = part.group(1)
+            if value is None:
+                out.append(Token(T.COMMA, ",", ",", s, e, line, s + col0))
+            else:
+                out.append(Token(T.STRING, part.group(), value, s, e, line, s + col0))
+        self.pos = end
 
     def string(self) -> None:
         src = self.src

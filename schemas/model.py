@@ -109,9 +109,18 @@ class ObjectSpec:
         return _field_index(self)
 
 
-@cache
+_FIELD_INDEX: dict[int, tuple[ObjectSpec, dict[str, FieldSpec]]] = {}
+
+
 def _field_index(obj: ObjectSpec) -> dict[str, FieldSpec]:
-    return {f.name.lower(): f for f in obj.fields}
+    """By identity, not by the dataclass hash: hashing a spec hashes all its fields (~50 µs; the query
+    compiler looks fields up thousands of times a second). The entry keeps `obj` alive, so its id is not
+    reused."""
+    hit = _FIELD_INDEX.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = (obj, {f.name.lower(): f for f in obj.fields})
+        _FIELD_INDEX[id(obj)] = hit
+    return hit[1]
 
 
 @dataclass(frozen=True)

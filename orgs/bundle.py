@@ -36,7 +36,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -841,13 +841,22 @@ class Bundle:
 
         A file the C reader cannot parse is read once more with `read_raw`, whose BundleError names the file
         and line."""
-        frames = []
+        frames = list(self.iter_columns(sobject, columns))
+        if not frames:
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    def iter_columns(
+        self, sobject: str, columns: list[str] | tuple[str, ...], rows: int | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """`read_columns` in consecutive frames of at most `rows` rows (None: one frame per file), in record
+        order, so a reader holds one frame at a time."""
         for path in self.data_files(sobject):
             with path.open(encoding="utf-8", newline="") as fh:
                 header = next(csv.reader(fh), [])
             wanted = [c for c in columns if c in header]
             try:
-                frame = pd.read_csv(
+                reader = pd.read_csv(
                     path,
                     usecols=wanted,
                     dtype=str,
@@ -855,16 +864,17 @@ class Bundle:
                     na_filter=False,
                     encoding="utf-8",
                     engine="c",
+                    chunksize=rows,
                 )
+                frames = reader if rows is not None else [reader]
+                for frame in frames:
+                    if frame.isna().to_numpy().any():  # a row with fewer cells than the header
+                        raise ValueError("a row has fewer cells than the header")
+                    out = frame[wanted]
+                    yield out.astype(object).where(out != "", None)
             except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
-                self.read_raw(sobject)
+                self.read_raw(sobject)  # raises the BundleError naming the file and line
                 raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
-            if frame.isna().to_numpy().any():  # a row with fewer cells than the header
-                self.read_raw(sobject)
-                raise BundleError(f"{path}: a row has fewer cells than the header.", file=str(path))
-            frames.append(frame[wanted])
-        out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        return out.astype(object).where(out != "", None)
 
     def read_latent(self, name: str) -> pd.DataFrame:
         path = self.root / "latent" / f"{name}.csv"

@@ -28,7 +28,7 @@ rule needs and does not declare the field itself.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -300,11 +300,25 @@ def stored_spec(spec: ObjectSpec) -> ObjectSpec:
     return spec if len(stored) == len(spec.fields) else replace(spec, fields=stored)
 
 
-def compute(spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts) -> dict[str, Sequence[Any]]:
-    """The values of `spec`'s computed fields, from the stored columns of `raw` (strings, None for empty)."""
+def whole_object_fields(spec: ObjectSpec) -> list[str]:
+    """The computed fields of `spec` whose value depends on every record (the auto-numbers: a rank in
+    creation order); the others are computed from the record alone."""
+    by_name = {r.name: r for r in RULES}
+    return [f.name for f in spec.fields if f.computed and by_name[f.name].auto_number]
+
+
+def compute(
+    spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts, only: Collection[str] | None = None
+) -> dict[str, Sequence[Any]]:
+    """The values of `spec`'s computed fields (`only` those named, if given), from the stored columns of
+    `raw` (strings, None for empty)."""
     by_name = {r.name: r for r in RULES}
     _MEMO.table = {}
     try:
-        return {f.name: by_name[f.name].compute(spec, raw, facts) for f in spec.fields if f.computed}
+        return {
+            f.name: by_name[f.name].compute(spec, raw, facts)
+            for f in spec.fields
+            if f.computed and (only is None or f.name in only)
+        }
     finally:
         _MEMO.table = None

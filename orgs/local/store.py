@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,16 @@ from typing import Any
 import pandas as pd
 
 from orgs.bundle import Bundle, BundleError
-from orgs.local.computed import OrgFacts, compute, local_model, record_dates, stored_spec, wire_datetime
+from orgs.local.computed import (
+    DATE_TYPES,
+    OrgFacts,
+    compute,
+    local_model,
+    record_dates,
+    stored_spec,
+    whole_object_fields,
+    wire_datetime,
+)
 from orgs.local.text import FTS_TOKENIZER, search_text
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
@@ -254,52 +263,80 @@ def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:
     return OrgFacts(go_live, api_user)
 
 
-def _read_stored(bundle: Bundle, spec: ObjectSpec) -> pd.DataFrame:
-    """The stored columns of `spec` (strings, None for empty), by pandas' C reader when every file's header
-    is the model's; otherwise `read_raw`, whose BundleError names the file and what differs."""
+# records per batch of the build: memory is bounded by a batch (and the auto-numbers' two columns), not by
+# the size of an object
+BUILD_BATCH_ROWS = 50_000
+
+
+def _stored_batches(
+    bundle: Bundle, spec: ObjectSpec, columns: list[str] | None = None
+) -> Iterator[pd.DataFrame]:
+    """`columns` (default: every stored one) of `spec`'s records in batches of BUILD_BATCH_ROWS, by pandas' C
+    reader when every file's header is the model's; otherwise `read_raw`, whose BundleError names the file
+    and what differs."""
     stored = stored_spec(spec)
     names = [f.name for f in stored.fields]
     for path in bundle.data_files(spec.name):
         with path.open(encoding="utf-8", newline="") as fh:
             header = next(csv.reader(fh), None)
         if header != names:
-            return bundle.read_raw(spec.name, stored)
-    return bundle.read_columns(spec.name, names)
+            raw = bundle.read_raw(spec.name, stored)
+            yield raw[columns or names]
+            return
+    yield from bundle.iter_columns(spec.name, columns or names, rows=BUILD_BATCH_ROWS)
 
 
 def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, facts: OrgFacts) -> None:
     table = quote(spec.name)
     conn.execute(f"CREATE TABLE {table} ({', '.join(column_sql(f) for f in spec.fields)})")
-    raw = _read_stored(bundle, spec)
-    computed = compute(spec, raw, facts)
-    columns = []
-    for f in spec.fields:
-        if f.computed:
-            columns.append(list(computed[f.name]))
-            continue
-        values = raw[f.name].tolist()
-        conv = _convert(f)
-        columns.append(values if conv is None else [conv(v) for v in values])
-    del raw
+    names = [f.name for f in spec.fields]
     marks = ", ".join("?" for _ in spec.fields)
-    names_sql = ", ".join(quote(f.name) for f in spec.fields)
-    rowids = range(1, len(columns[0]) + 1) if columns else range(0)
-    # explicit rowids (1..n, CSV order): the FTS table and the default record order key off them
-    conn.executemany(
-        f"INSERT INTO {table} (rowid, {names_sql}) VALUES (?, {marks})", zip(rowids, *columns, strict=True)
-    )
-    for f in spec.fields:
-        if f.type in INDEXED_TYPES:
-            conn.execute(f"CREATE INDEX {quote(f'ix_{spec.name}_{f.name}')} ON {table} ({quote(f.name)})")
+    names_sql = ", ".join(quote(name) for name in names)
     text_fields = searchable_fields(spec)
+    text_idx = [names.index(f.name) for f in text_fields]
     if text_fields:
         cols = ", ".join(quote(f.name) for f in text_fields)
         conn.execute(
             f"CREATE VIRTUAL TABLE {fts_table(spec.name)} USING fts5({cols}, tokenize='{FTS_TOKENIZER}')"
         )
-        names = [f.name for f in spec.fields]
-        idx = [names.index(f.name) for f in text_fields]
-        conn.executemany(
-            f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) VALUES (?, {', '.join('?' for _ in idx)})",
-            zip(rowids, *(map(search_text, columns[i]) for i in idx), strict=True),
+    # the auto-numbers rank every record: computed first from the two or three columns they need
+    whole_names = whole_object_fields(spec)
+    whole: dict[str, Sequence[Any]] = {}
+    if whole_names:
+        needed = ["Id", *(f.name for f in spec.fields if f.type in DATE_TYPES and not f.computed)]
+        narrow = pd.concat(list(_stored_batches(bundle, spec, needed)), ignore_index=True)
+        whole = compute(spec, narrow, facts, only=whole_names)
+        del narrow
+    done = 0
+    for raw in _stored_batches(bundle, spec):
+        n = len(raw)
+        computed = compute(
+            spec, raw, facts, only=[f.name for f in spec.fields if f.computed and f.name not in whole]
         )
+        columns = []
+        for f in spec.fields:
+            if f.name in whole:
+                columns.append(list(whole[f.name][done : done + n]))
+            elif f.computed:
+                columns.append(list(computed[f.name]))
+            else:
+                values = raw[f.name].tolist()
+                conv = _convert(f)
+                columns.append(values if conv is None else [conv(v) for v in values])
+        del raw, computed
+        # explicit rowids (1..n, CSV order): the FTS table and the default record order key off them
+        rowids = range(done + 1, done + n + 1)
+        conn.executemany(
+            f"INSERT INTO {table} (rowid, {names_sql}) VALUES (?, {marks})",
+            zip(rowids, *columns, strict=True),
+        )
+        if text_fields:
+            conn.executemany(
+                f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) "
+                f"VALUES (?, {', '.join('?' for _ in text_idx)})",
+                zip(rowids, *(map(search_text, columns[i]) for i in text_idx), strict=True),
+            )
+        done += n
+    for f in spec.fields:
+        if f.type in INDEXED_TYPES:
+            conn.execute(f"CREATE INDEX {quote(f'ix_{spec.name}_{f.name}')} ON {table} ({quote(f.name)})")

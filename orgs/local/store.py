@@ -6,6 +6,10 @@ datetimes keep Salesforce's wire form (`2024-01-05T10:00:00.000+0000`, UTC, fixe
 time order). Ids, lookups and date columns are indexed. Each object with text fields also gets an FTS5
 table `fts_<Object>` (rowid = the record's rowid) for SOSL.
 
+The build streams: each object's CSV (or parts) is read by pandas' C reader and inserted in batches of
+BUILD_BATCH_ROWS records, so its memory is bounded by a batch, not by the object (scale 100: 36 s and
+214 MB peak, against 88 s and 892 MB reading whole objects; benchmarks/results/task_stages.txt).
+
 The store is rebuilt only when the bundle changes: `orgseed_meta` records the manifest's `data_sha256`,
 a digest of the org model, the store format and each CSV's size and modification time.
 """

@@ -82,7 +82,12 @@ class Tool:
     queries: list[str] = field(default_factory=list)
 
 
+BUNDLES: dict[float, Path] = {}  # --bundle: an existing bundle (a copy: org.sqlite is written into it)
+
+
 def build(scale: float) -> Path:
+    if scale in BUNDLES:
+        return BUNDLES[scale]
     out = REPO / "output" / "bench" / f"local_org_s{scale:g}"
     if (out / "manifest.json").exists():
         manifest = json.loads((out / "manifest.json").read_text())
@@ -686,6 +691,28 @@ def report(result: dict[str, Any]) -> None:
     )
 
 
+def time_store_build(root: Path) -> dict[str, Any]:
+    """org.sqlite rebuilt from the CSVs in a child process: seconds, and the child's peak RSS."""
+    import resource
+
+    code = (
+        "import sys, time; from orgs.local.store import Store; t = time.perf_counter(); "
+        "Store.open(sys.argv[1], rebuild=True).close(); print(time.perf_counter() - t)"
+    )
+    load = os.getloadavg()
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root)], cwd=REPO, check=True, capture_output=True, text=True
+    )
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "seconds": round(float(done.stdout.strip().splitlines()[-1]), 2),
+        "peak_mb": round(peak_kb / 1024),
+        "store_mb": round((root / "org.sqlite").stat().st_size / 2**20),
+        "load_before": [round(x, 2) for x in load],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -704,7 +731,30 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=15.0, help="Length of the load test (0: no load tests)."
     )
+    parser.add_argument(
+        "--bundle",
+        type=Path,
+        help="Benchmark this existing bundle (use a copy: org.sqlite is written into it) instead of building "
+        "one per --scales; its scale is read from its manifest.",
+    )
+    parser.add_argument(
+        "--store-build",
+        action="store_true",
+        help="Also time org.sqlite's build from the CSVs (a child process).",
+    )
     args = parser.parse_args()
+    if args.bundle is not None:
+        scale = float(json.loads((args.bundle / "manifest.json").read_text())["scale"])
+        BUNDLES[scale] = args.bundle.resolve()
+        args.scales = [scale]
+    if args.store_build:
+        for s in args.scales:
+            info = time_store_build(build(s))
+            print(
+                f"store build, scale {s:g}: {info['seconds']:.1f} s, peak {info['peak_mb']:,} MB, "
+                f"org.sqlite {info['store_mb']:,} MB, load {info['load_before']} → {info['load_after']}",
+                flush=True,
+            )
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, today {date.today()}")
     results = (
         []

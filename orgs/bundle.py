@@ -36,7 +36,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -833,6 +833,48 @@ class Bundle:
         """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
         raw = self.read_raw(spec.name, spec)
         return type_frame(spec, raw)
+
+    def read_columns(self, sobject: str, columns: list[str] | tuple[str, ...]) -> pd.DataFrame:
+        """Only `columns` of `sobject`'s records (the file or its parts, in order), as `read_raw` gives them
+        (strings, None for empty; no `_line`), parsed by pandas' C reader: for readers that need a few columns
+        of a large object (the task builders and checks). Columns the header lacks are left out.
+
+        A file the C reader cannot parse is read once more with `read_raw`, whose BundleError names the file
+        and line."""
+        frames = list(self.iter_columns(sobject, columns))
+        if not frames:
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    def iter_columns(
+        self, sobject: str, columns: list[str] | tuple[str, ...], rows: int | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """`read_columns` in consecutive frames of at most `rows` rows (None: one frame per file), in record
+        order, so a reader holds one frame at a time."""
+        for path in self.data_files(sobject):
+            with path.open(encoding="utf-8", newline="") as fh:
+                header = next(csv.reader(fh), [])
+            wanted = [c for c in columns if c in header]
+            try:
+                reader = pd.read_csv(
+                    path,
+                    usecols=wanted,
+                    dtype=str,
+                    keep_default_na=False,
+                    na_filter=False,
+                    encoding="utf-8",
+                    engine="c",
+                    chunksize=rows,
+                )
+                frames = reader if rows is not None else [reader]
+                for frame in frames:
+                    if frame.isna().to_numpy().any():  # a row with fewer cells than the header
+                        raise ValueError("a row has fewer cells than the header")
+                    out = frame[wanted]
+                    yield out.astype(object).where(out != "", None)
+            except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+                self.read_raw(sobject)  # raises the BundleError naming the file and line
+                raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
 
     def read_latent(self, name: str) -> pd.DataFrame:
         path = self.root / "latent" / f"{name}.csv"

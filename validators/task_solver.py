@@ -200,8 +200,7 @@ def _read(bundle: Bundle, name: str) -> pd.DataFrame:
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
     if bundle.has_data(name):
-        raw = bundle.read_raw(name)
-        raw = raw[[c for c in columns if c in raw.columns]].copy()
+        raw = bundle.read_columns(name, columns)
     else:
         raw = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
     for c in columns:
@@ -252,6 +251,19 @@ class TaskData:
     order_date: dict[str, date] = field(default_factory=dict, repr=False)
     activated_orders_on: dict[tuple[str, date], list[str]] = field(default_factory=dict, repr=False)
     products_of_order: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _owner_counts: dict[tuple[str, str, str | None], pd.Series] = field(default_factory=dict, repr=False)
+
+    def owner_counts(self, closed: bool, column: str | None = None, value: str | None = None) -> pd.Series:
+        """OwnerId counts of the Closed (or not Closed) cases whose `column` is `value` (all of them when
+        `column` is None), counted once per question: routing asks the same few issues and products."""
+        key = ("closed" if closed else "open", column or "", value)
+        if key not in self._owner_counts:
+            cases = self.cases
+            rows = cases[(cases["Status"] == CLOSED) if closed else (cases["Status"] != CLOSED)]
+            if column is not None:
+                rows = rows[rows[column] == value]
+            self._owner_counts[key] = rows["OwnerId"].value_counts()
+        return self._owner_counts[key]
 
     @classmethod
     def load(cls, root: Path | str) -> TaskData:
@@ -404,21 +416,19 @@ def _qualified_agents(assignments: pd.DataFrame, n_cases: int) -> dict[str, int]
 def solve_case_routing(data: TaskData, params: Mapping[str, Any]) -> Solution:
     issue = _str_param(params, "issue_id")
     product = _str_param(params, "product_id")
-    cases = data.cases
-    closed = cases[cases["Status"] == CLOSED]
-    by_issue = closed[closed["IssueId__c"] == issue]["OwnerId"].value_counts()
+    by_issue = data.owner_counts(True, "IssueId__c", issue)
     stage1 = {str(k): float(v) for k, v in by_issue.items()}
     details: dict[str, Any] = {"closed_issue_cases": stage1}
     winners, margin = pick_extreme(stage1, "max")
     if len(winners) <= 1:
         return Solution(winners[0] if winners else None, stage1, margin, details=details)
-    product_counts = closed[closed["Product2Id"] == product]["OwnerId"].value_counts()
+    product_counts = data.owner_counts(True, "Product2Id", product)
     stage2 = {a: float(product_counts.get(a, 0)) for a in winners}
     details["closed_product_cases"] = stage2
     winners, margin = pick_extreme(stage2, "max")
     if len(winners) == 1:
         return Solution(winners[0], stage2, margin, details=details)
-    not_closed = cases[cases["Status"] != CLOSED]["OwnerId"].value_counts()
+    not_closed = data.owner_counts(False)
     stage3 = {a: float(not_closed.get(a, 0)) for a in winners}
     details["not_closed_cases"] = stage3
     winners, margin = pick_extreme(stage3, "min")

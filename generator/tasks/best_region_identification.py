@@ -30,13 +30,8 @@ BRI_POLICY = """## Region Closure Policy
 
 def solve_best_region(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    c = data.cases
-    sel = c[
-        (c["Status"] == "Closed")
-        & (c["CreatedDate"] >= w.start)
-        & (c["CreatedDate"] < w.end)
-        & c["_state"].notna()
-    ]
+    c = data.created_between("cases", w.start, w.end, end_included=False)
+    sel = c[(c["Status"] == "Closed") & c["_state"].notna()]
     if sel.empty:
         return Solution(None, {})
     seconds = (sel["ClosedDate"] - sel["CreatedDate"]).dt.total_seconds()

@@ -26,9 +26,7 @@ ROUTING_POLICY = """## Case Routing Policy
 
 
 def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
-    c = data.cases
-    closed = c[c["Status"] == "Closed"]
-    by_issue = closed[closed["IssueId__c"] == params["issue_id"]]["OwnerId"].value_counts()
+    by_issue = data.rows_with("closed_cases", "IssueId__c", params["issue_id"])["OwnerId"].value_counts()
     if by_issue.empty:
         return Solution(None, {})
     stage1 = {str(k): int(v) for k, v in by_issue.items()}
@@ -38,9 +36,8 @@ def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
     candidates: dict[str, Any] = {"issue_closed": stage1}
     if len(tied) == 1:
         return Solution(tied[0], candidates, float(top - second))
-    prod = closed[(closed["_product"] == params["product_id"]) & closed["OwnerId"].isin(tied)][
-        "OwnerId"
-    ].value_counts()
+    of_product = data.rows_with("closed_cases", "_product", params["product_id"])
+    prod = of_product[of_product["OwnerId"].isin(tied)]["OwnerId"].value_counts()
     stage2 = {a: int(prod.get(a, 0)) for a in tied}
     candidates["product_closed"] = stage2
     top2 = max(stage2.values())
@@ -48,7 +45,8 @@ def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
     if len(tied2) == 1:
         rest = sorted(stage2.values(), reverse=True)
         return Solution(tied2[0], candidates, float(rest[0] - rest[1]))
-    open_counts = c[(c["Status"] != "Closed") & c["OwnerId"].isin(tied2)]["OwnerId"].value_counts()
+    not_closed = data.open_cases
+    open_counts = not_closed[not_closed["OwnerId"].isin(tied2)]["OwnerId"].value_counts()
     stage3 = {a: int(open_counts.get(a, 0)) for a in tied2}
     candidates["not_closed"] = stage3
     low = min(stage3.values())

@@ -25,10 +25,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from dateutil.relativedelta import relativedelta
 
-from orgs.bundle import Bundle
+from orgs.bundle import Bundle, type_frame
 from schemas.errors import Terminal
 from schemas.model import OrgModel, load_model
 from schemas.taskspec import MONTHS
@@ -196,6 +197,27 @@ def pick_extreme(values: dict[str, float], mode: str) -> Solution:
     )
 
 
+# The columns the builders read of the large objects (the others are read whole): a builder reading another
+# column of these fails with a KeyError naming it; add it here.
+READ_COLUMNS: dict[str, tuple[str, ...]] = {
+    "Case": (
+        "Id",
+        "Status",
+        "OwnerId",
+        "AccountId",
+        "CreatedDate",
+        "ClosedDate",
+        "OrderItemId__c",
+        "IssueId__c",
+    ),
+    "CaseHistory__c": ("Id", "CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate"),
+    "Order": ("Id", "AccountId", "Status", "EffectiveDate"),
+    "OrderItem": ("Id", "OrderId", "Product2Id"),
+    "EmailMessage": ("Id", "ParentId", "TextBody", "Incoming", "MessageDate"),
+    "LiveChatTranscript": ("Id", "CaseId", "OwnerId", "Body", "StartTime"),
+}
+
+
 class OrgData:
     """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
 
@@ -230,9 +252,15 @@ class OrgData:
         }
 
     def frame(self, name: str) -> pd.DataFrame:
+        """`name`'s records, typed; of the large objects only the columns the builders use (READ_COLUMNS)."""
         key = f"frame:{name}"
         if key not in self.cache:
-            self.cache[key] = self.bundle.read_object(self.model.get(name))
+            spec = self.model.get(name)
+            if name in READ_COLUMNS:
+                raw = self.bundle.read_columns(name, READ_COLUMNS[name])
+            else:
+                raw = self.bundle.read_raw(name, spec)
+            self.cache[key] = type_frame(spec, raw)
         return self.cache[key]
 
     @cached_property
@@ -246,6 +274,17 @@ class OrgData:
     def assignments(self) -> pd.DataFrame:
         h = self.frame("CaseHistory__c")
         return h[h["Field__c"] == "Owner Assignment"]
+
+    @cached_property
+    def closed_cases(self) -> pd.DataFrame:
+        c = self.cases
+        return c[c["Status"] == "Closed"]
+
+    @cached_property
+    def open_cases(self) -> pd.DataFrame:
+        """Cases whose Status is not Closed (including those without a Status)."""
+        c = self.cases
+        return c[c["Status"] != "Closed"]
 
     items = cached_property(lambda self: self.frame("OrderItem"))
     orders = cached_property(lambda self: self.frame("Order"))
@@ -274,6 +313,42 @@ class OrgData:
     def span_end(self) -> pd.Timestamp:
         prof = self.manifest.get("profile", {})
         return pd.Timestamp(prof.get("end") or self.frame("Case")["CreatedDate"].max()).normalize()
+
+    # -- indexed access: the builders sample thousands of instances, each asking about a few rows ---------
+
+    def by_id(self, name: str) -> pd.DataFrame:
+        """`name` (an attribute: "cases", "items", "orders", "users") indexed by Id, built once."""
+        key = f"by_id:{name}"
+        if key not in self.cache:
+            self.cache[key] = getattr(self, name).set_index("Id")
+        return self.cache[key]
+
+    def rows_with(self, name: str, column: str, value: Any) -> pd.DataFrame:
+        """The rows of `name` whose `column` equals `value`, in the frame's order (as `f[f[column] == value]`;
+        the positions per value are grouped once)."""
+        key = f"groups:{name}:{column}"
+        if key not in self.cache:
+            self.cache[key] = getattr(self, name).groupby(column, sort=False).indices
+        frame: pd.DataFrame = getattr(self, name)
+        positions = self.cache[key].get(value)
+        return frame.iloc[positions if positions is not None else np.empty(0, dtype=np.intp)]
+
+    def created_between(self, name: str, start: datetime, end: datetime, end_included: bool) -> pd.DataFrame:
+        """The rows of `name` whose CreatedDate is in [start, end) (or [start, end]), in the frame's order: the
+        same rows as the boolean mask over the whole frame, found by binary search on the sorted dates."""
+        key = f"created_order:{name}"
+        frame: pd.DataFrame = getattr(self, name)
+        if key not in self.cache:
+            stamps = frame["CreatedDate"].to_numpy(dtype="datetime64[ns]")
+            known = np.flatnonzero(~np.isnat(stamps))  # NaT is in no window
+            order = known[np.argsort(stamps[known], kind="stable")]
+            self.cache[key] = (order, stamps[order])
+        order, sorted_stamps = self.cache[key]
+        lo = np.searchsorted(sorted_stamps, np.datetime64(start, "ns"), side="left")
+        hi = np.searchsorted(
+            sorted_stamps, np.datetime64(end, "ns"), side="right" if end_included else "left"
+        )
+        return frame.iloc[np.sort(order[lo:hi])]
 
     def issue_key(self, issue_id: str) -> str:
         return str(self.latent_issues.loc[issue_id, "_issue_key"])
@@ -383,8 +458,7 @@ SUFFIX_AGENT = "Return only the Id of the agent (a User Id), or None if no agent
 
 
 def window_assignments(data: OrgData, w: Window) -> pd.DataFrame:
-    a = data.assignments
-    return a[(a["CreatedDate"] >= w.start) & (a["CreatedDate"] <= w.end)]
+    return data.created_between("assignments", w.start, w.end, end_included=True)
 
 
 def qualified_agents(rows: pd.DataFrame, n_cases: int) -> set[str]:

@@ -51,14 +51,8 @@ def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
     qualified = qualified_agents(rows, int(params["n_cases"]))
     per_case = rows.groupby("CaseId__c").size()
     single = set(per_case[per_case == 1].index)
-    c = data.cases
-    sel = c[
-        (c["CreatedDate"] >= w.start)
-        & (c["CreatedDate"] < w.end)
-        & c["OwnerId"].isin(qualified)
-        & c["Id"].isin(single)
-        & (c["Status"] == "Closed")
-    ]
+    c = data.created_between("cases", w.start, w.end, end_included=False)
+    sel = c[c["OwnerId"].isin(qualified) & c["Id"].isin(single) & (c["Status"] == "Closed")]
     if sel.empty:
         return Solution(None, {})
     minutes = (sel["ClosedDate"] - sel["CreatedDate"]).dt.total_seconds() / 60.0

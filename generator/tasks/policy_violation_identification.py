@@ -22,27 +22,26 @@ PVI_POLICY = """## Policy Violation Check
 
 
 def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
-    case = data.cases.set_index("Id").loc[params["case_id"]]
+    case = data.by_id("cases").loc[params["case_id"]]
     issue_key = data.issue_key(case["IssueId__c"])
     policy = data.policies["issues"][issue_key]["remedies"]
     phrases = sorted(
         ((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0])
     )
-    items = data.items.set_index("Id")
-    orders = data.orders.set_index("Id")
+    items = data.by_id("items")
+    orders = data.by_id("orders")
     ordered = orders.loc[items.loc[case["OrderItemId__c"], "OrderId"], "EffectiveDate"].date()
-    users = data.users.set_index("Id")
+    users = data.by_id("users")
     turns: list[tuple[str, date]] = []
-    for chat in data.chats[data.chats["CaseId"] == params["case_id"]].itertuples():
+    for chat in data.rows_with("chats", "CaseId", params["case_id"]).itertuples():
         who = f"{users.loc[chat.OwnerId, 'FirstName']} {users.loc[chat.OwnerId, 'LastName']} (Agent): "
         turns += [
             (line[len(who) :], chat.StartTime.date())
             for line in str(chat.Body).splitlines()
             if line.startswith(who)
         ]
-    mail = data.emails[
-        (data.emails["ParentId"] == params["case_id"]) & (~data.emails["Incoming"].astype(bool))
-    ]
+    mail = data.rows_with("emails", "ParentId", params["case_id"])
+    mail = mail[~mail["Incoming"].astype(bool)]
     turns += [(str(t), m.date()) for t, m in zip(mail["TextBody"], mail["MessageDate"], strict=True)]
     broken: dict[str, Any] = {}
     for text, when in turns:

@@ -27,7 +27,8 @@ rule needs and does not declare the field itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -59,28 +60,52 @@ def wire_datetime(value: str) -> str:
     return f"{value}T00:00:00.000+0000" if len(value) == 10 else value
 
 
+_MEMO = threading.local()  # inside `compute`: the per-record date lists, derived once for all its rules
+
+
+def _memo(kind: str, spec: ObjectSpec, frame: pd.DataFrame, make: Callable[[], Any]) -> Any:
+    table: dict[tuple[str, str, int], Any] | None = getattr(_MEMO, "table", None)
+    if table is None:
+        return make()
+    key = (kind, spec.name, id(frame))
+    if key not in table:
+        table[key] = make()
+    return table[key]
+
+
 def record_dates(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[str]]:
     """Each record's own dates (stored date and date-time fields), in wire form."""
-    cols = [frame[f.name].tolist() for f in spec.fields if f.type in DATE_TYPES and not f.computed]
-    return (
-        [[wire_datetime(v) for v in row if v] for row in zip(*cols, strict=True)]
-        if cols
-        else [[]] * len(frame)
-    )
+
+    def make() -> list[list[str]]:
+        cols = [frame[f.name].tolist() for f in spec.fields if f.type in DATE_TYPES and not f.computed]
+        return (
+            [[wire_datetime(v) for v in row if v] for row in zip(*cols, strict=True)]
+            if cols
+            else [[]] * len(frame)
+        )
+
+    return list(_memo("dates", spec, frame, make))
 
 
 def created_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
-    if spec.has_field("CreatedDate") and not spec.field("CreatedDate").computed:
-        own = [wire_datetime(v) if v else None for v in frame["CreatedDate"].tolist()]
-        return [
-            c or min(d, default=facts.go_live) for c, d in zip(own, record_dates(spec, frame), strict=True)
-        ]
-    return [min(d, default=facts.go_live) for d in record_dates(spec, frame)]
+    def make() -> list[str]:
+        if spec.has_field("CreatedDate") and not spec.field("CreatedDate").computed:
+            own = [wire_datetime(v) if v else None for v in frame["CreatedDate"].tolist()]
+            return [
+                c or min(d, default=facts.go_live)
+                for c, d in zip(own, record_dates(spec, frame), strict=True)
+            ]
+        return [min(d, default=facts.go_live) for d in record_dates(spec, frame)]
+
+    return list(_memo("created", spec, frame, make))
 
 
 def modified_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
-    created = created_dates(spec, frame, facts)
-    return [max([c, *d]) for c, d in zip(created, record_dates(spec, frame), strict=True)]
+    def make() -> list[str]:
+        created = created_dates(spec, frame, facts)
+        return [max([c, *d]) for c, d in zip(created, record_dates(spec, frame), strict=True)]
+
+    return list(_memo("modified", spec, frame, make))
 
 
 def creators(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str | None]:
@@ -90,7 +115,8 @@ def creators(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str
 
 def numbers(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
     created = created_dates(spec, frame, facts)
-    order = sorted(range(len(frame)), key=lambda i: (created[i], frame["Id"].iat[i]))
+    ids = frame["Id"].tolist()
+    order = sorted(range(len(frame)), key=lambda i: (created[i], ids[i]))
     out = [""] * len(frame)
     for rank, i in enumerate(order, start=1):
         out[i] = f"{rank:0{NUMBER_WIDTH}d}"
@@ -274,7 +300,25 @@ def stored_spec(spec: ObjectSpec) -> ObjectSpec:
     return spec if len(stored) == len(spec.fields) else replace(spec, fields=stored)
 
 
-def compute(spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts) -> dict[str, Sequence[Any]]:
-    """The values of `spec`'s computed fields, from the stored columns of `raw` (strings, None for empty)."""
+def whole_object_fields(spec: ObjectSpec) -> list[str]:
+    """The computed fields of `spec` whose value depends on every record (the auto-numbers: a rank in
+    creation order); the others are computed from the record alone."""
     by_name = {r.name: r for r in RULES}
-    return {f.name: by_name[f.name].compute(spec, raw, facts) for f in spec.fields if f.computed}
+    return [f.name for f in spec.fields if f.computed and by_name[f.name].auto_number]
+
+
+def compute(
+    spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts, only: Collection[str] | None = None
+) -> dict[str, Sequence[Any]]:
+    """The values of `spec`'s computed fields (`only` those named, if given), from the stored columns of
+    `raw` (strings, None for empty)."""
+    by_name = {r.name: r for r in RULES}
+    _MEMO.table = {}
+    try:
+        return {
+            f.name: by_name[f.name].compute(spec, raw, facts)
+            for f in spec.fields
+            if f.computed and (only is None or f.name in only)
+        }
+    finally:
+        _MEMO.table = None

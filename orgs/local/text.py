@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+_DIGIT = re.compile(r"\d")
 _LETTER_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
 TOKEN_RE = re.compile(r"[^\W_]+")
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
@@ -19,6 +20,8 @@ def search_text(value: str | None) -> str | None:
     """`value` prepared for the full-text index (letter/digit boundaries become spaces)."""
     if value is None:
         return None
+    if _DIGIT.search(value) is None:  # no digit, no boundary (a quick look: most texts have none)
+        return value
     return _LETTER_DIGIT.sub(" ", value)
 
 

@@ -78,6 +78,15 @@ class ConditionParser(TokenCursor):
 
     def value_list(self) -> list[ast.Value]:
         values = [self.value()]
+        # a run of `, 'string'` (long IN lists of ids) taken in one loop; anything else as `value` reads it
+        tokens, i = self.tokens, self.i
+        while tokens[i].kind is T.COMMA:
+            tok = tokens[i + 1]
+            if tok.kind is not T.STRING or len(tok.value) > MAX_STRING_CHARS:
+                break
+            values.append(ast.Literal(tok.offset, "string", tok.value, tok.text))
+            i += 2
+        self.i = i
         while self.match(T.COMMA):
             values.append(self.value())
         self.expect(T.RPAREN)

@@ -1,0 +1,72 @@
+"""The lexer's and parser's fast paths for long lists of plain strings give exactly what the general path
+gives: the same tokens (kind, text, value, offsets, line, column) and the same syntax tree."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from orgs.local.soql import ast, parse, tokenize
+from orgs.local.soql import tokens as tokens_module
+
+QUERIES = [
+    "SELECT Id FROM Case WHERE Id IN ('500A', 'x,y', '', 'b')",
+    "SELECT Id FROM Case WHERE Id IN ('a','b'\t,  'c') AND Status != 'Closed'",
+    "SELECT Id FROM Case\nWHERE OwnerId IN ('005A',\n'005B', '005C')  AND Id NOT IN ('a', 'it\\'s', 'c')",
+    "SELECT Id FROM Case WHERE Id IN ('a', 'b', 'c'x) ",
+    "SELECT Id FROM Case WHERE Id IN ('a', 1, 'b', 'c', 2024-01-01, 'd')",
+    "SELECT Id FROM Case WHERE Subject IN ('" + "z" * 300 + "', 'a', '" + "y" * 300 + "')",
+    "SELECT Id FROM Case WHERE Id IN (" + ", ".join(f"'{i:018d}'" for i in range(500)) + ")",
+]
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, fn: object, text: str) -> tuple[object, object]:
+    def run() -> object:
+        try:
+            return fn(text)  # type: ignore[operator]
+        except Exception as exc:  # the error is compared too
+            return (type(exc).__name__, str(exc))
+
+    fast = run()
+    with monkeypatch.context() as m:
+        m.setattr(tokens_module, "_STRING_RUN", re.compile(r"(?!)"))
+        general = run()
+    return fast, general
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_string_runs_tokenize_as_the_general_path(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    fast, general = _both(monkeypatch, tokenize, text)
+    assert fast == general
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_string_lists_parse_as_the_general_path(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    fast, general = _both(monkeypatch, parse, text)
+    assert repr(fast) == repr(general)
+
+
+def test_a_long_list_has_one_string_token_per_id() -> None:
+    ids = [f"500{i:015d}" for i in range(1000)]
+    toks = tokenize("SELECT Id FROM Case WHERE Id IN (" + ", ".join(f"'{i}'" for i in ids) + ")")
+    strings = [t for t in toks if t.kind is tokens_module.T.STRING]
+    assert [t.value for t in strings] == ids
+    assert all(t.text == f"'{t.value}'" and t.end - t.offset == 20 for t in strings)
+
+
+def test_a_long_in_list_parses_to_one_literal_per_value_at_its_offset() -> None:
+    values = [f"500{i:015d}" for i in range(300)] + ["it\\'s"] + [f"a{i}" for i in range(5)]
+    text = "SELECT Id FROM Case WHERE Id IN (" + ", ".join(f"'{v}'" for v in values) + ")"
+    where = parse(text).where
+    assert isinstance(where, ast.InList)
+    expected_offsets, at = [], 0
+    for v in values:
+        at = text.index(f"'{v}'", at)
+        expected_offsets.append(at)
+        at += len(v) + 2
+    got = [(lit.pos, lit.kind, lit.value, lit.text) for lit in where.values]  # type: ignore[union-attr]
+    decoded = [v.replace("\\'", "'") for v in values]
+    assert got == [
+        (o, "string", d, f"'{v}'") for o, d, v in zip(expected_offsets, decoded, values, strict=True)
+    ]

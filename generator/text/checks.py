@@ -34,7 +34,16 @@ from schemas import textrules
 from schemas.model import load_model
 from schemas.textrules import agent_lines, contains, field_problem, free_text, norm, offered, states_window
 
-__all__ = ["check", "check_text", "contains", "field_problems", "norm", "rules_for", "states_window"]
+__all__ = [
+    "check",
+    "check_text",
+    "contains",
+    "field_problems",
+    "norm",
+    "rules_for",
+    "states_window",
+    "zero_price_problems",
+]
 
 AGENT_SUFFIX = f"{textrules.AGENT_SUFFIX}: "  # how an agent's chat line starts, after the agent's name
 FORBIDDEN_AGENT_WORDS = ("violat",)  # agents never say their own offer breaks policy
@@ -181,7 +190,32 @@ def _all_phrases(phrases: Mapping[str, str]) -> list[str]:
 def check(kind: TextKind, rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     """The problems of one (schema-valid) result against its rules; empty when it passes."""
     kind = TextKind(kind)
-    return [*field_problems(kind, result), *_CHECKS[kind](rules, result)]
+    return [*field_problems(kind, result), *zero_price_problems(result), *_CHECKS[kind](rules, result)]
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """(where, text) of every string in a result, e.g. ("messages[1].body", "...")."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, Mapping):
+        return [s for k, v in value.items() for s in _strings(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list | tuple):
+        return [s for i, v in enumerate(value) for s in _strings(v, f"{where}[{i}]")]
+    return []
+
+
+def zero_price_problems(result: Mapping[str, Any]) -> list[str]:
+    """Every text of a result that states a purchase at no cost ("$0.00"): the issue's "no $0.00 purchase
+    anywhere", which the validators also hold a bundle to (`validators.text.zero_prices`)."""
+    out = []
+    for where, text in _strings(result, ""):
+        amount = textrules.zero_price(text)
+        if amount:
+            out.append(
+                f"The {where} says something cost {amount}; nothing is sold for nothing: state the price "
+                "given in the facts, or leave the price out."
+            )
+    return out
 
 
 @cache

@@ -99,6 +99,7 @@ class FakeConfig:
     truncate_rate: float = 0.0  # share cut in half with finish_reason "length"
     refusal_rate: float = 0.0  # share refused (message.refusal)
     wrong_content_rate: float = 0.0  # share that are schema-valid but fail the content checks
+    zero_price_rate: float = 0.0  # share whose texts state a "$0.00" purchase (a template fed no price)
     faults_on_repairs: bool = False  # content faults also hit follow-up turns (else repairs come out right)
     duplicate_texts: bool = False  # the same filler for every request unless a variation hint is present
     json_schema_supported: bool = True
@@ -377,8 +378,10 @@ class FakeOpenAI:
             content, refusal = None, "I'm sorry, I can't help with that."
         elif u < (edge := edge + cfg.wrong_content_rate):
             content = json.dumps(_wrong(result))
-        elif u < edge + cfg.schema_invalid_rate:
+        elif u < (edge := edge + cfg.schema_invalid_rate):
             content = json.dumps({"answer": result})  # valid JSON, not the requested shape
+        elif u < edge + cfg.zero_price_rate:
+            content = json.dumps(_zero_priced(result))
         elif fmt == "text":
             content = f"Here is the JSON:\n```json\n{text}\n```"
         with self._lock:
@@ -422,6 +425,17 @@ def _wrong(value: Any) -> Any:
     if isinstance(value, list):
         return [_wrong(v) for v in value]
     return "lorem ipsum dolor sit amet"
+
+
+def _zero_priced(value: Any) -> Any:
+    """`value` with every text saying the purchase cost $0.00 (otherwise it still passes the old checks)."""
+    if isinstance(value, dict):
+        return {k: _zero_priced(v) if k != "name" else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_zero_priced(v) for v in value]
+    if isinstance(value, str) and value.strip():
+        return f"{value} It cost $0.00 at the time."
+    return value
 
 
 # -- content -----------------------------------------------------------------------------------------------

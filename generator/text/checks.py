@@ -32,7 +32,16 @@ from generator.text.base import LANDS_IN, TextKind
 from generator.text.offline import issue_name, product_name
 from schemas import textrules
 from schemas.model import load_model
-from schemas.textrules import agent_lines, contains, field_problem, free_text, norm, offered, states_window
+from schemas.textrules import (
+    agent_lines,
+    contains,
+    field_problem,
+    free_text,
+    indefinite,
+    norm,
+    offered,
+    states_window,
+)
 
 __all__ = [
     "check",
@@ -190,7 +199,12 @@ def _all_phrases(phrases: Mapping[str, str]) -> list[str]:
 def check(kind: TextKind, rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     """The problems of one (schema-valid) result against its rules; empty when it passes."""
     kind = TextKind(kind)
-    return [*field_problems(kind, result), *zero_price_problems(result), *_CHECKS[kind](rules, result)]
+    return [
+        *field_problems(kind, result),
+        *zero_price_problems(result),
+        *bare_article_problems(rules, result),
+        *_CHECKS[kind](rules, result),
+    ]
 
 
 def _strings(value: Any, where: str) -> list[tuple[str, str]]:
@@ -202,6 +216,24 @@ def _strings(value: Any, where: str) -> list[tuple[str, str]]:
     if isinstance(value, list | tuple):
         return [s for i, v in enumerate(value) for s in _strings(v, f"{where}[{i}]")]
     return []
+
+
+def bare_article_problems(rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """Every text of a result that puts "a"/"an" before a remedy phrase that takes none ("a loyalty points"),
+    which the validators report (`validators.text`, rule text.article-before-plural)."""
+    phrases = [str(p) for p in rules.get("phrases") or []]
+    phrases += [str(w["phrase"]) for w in rules.get("windows") or []]
+    if not phrases:
+        return []
+    out = []
+    for where, text in _strings(result, ""):
+        found = textrules.bare_plurals(text, phrases)
+        if found:
+            out.append(
+                f"The {where} reads `{found[0]}`: no article before a plural or mass noun; write "
+                f"`{found[0].split(None, 1)[1]}`."
+            )
+    return out
 
 
 def zero_price_problems(result: Mapping[str, Any]) -> list[str]:
@@ -278,7 +310,7 @@ def _check_knowledge(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str
     for w in rules.get("windows", []):
         if not states_window(body, w["phrase"], int(w["days"])):
             out.append(
-                f"The body does not state, in one sentence, that a {w['phrase']} may be offered within "
+                f"The body does not state, in one sentence, that {indefinite(w['phrase'])} may be offered within "
                 f"{w['days']} days of purchase."
             )
     for s in rules.get("state", []):

@@ -28,6 +28,7 @@ from generator.text import checks, vocab
 from generator.text.base import OUTPUT_SCHEMAS, TextKind
 from generator.text.offline import human_date, issue_name
 from schemas.errors import Terminal
+from schemas.textrules import indefinite
 
 RENDER_VERSION = 1
 FACTS_MARKER = "FACTS (machine-readable; authoritative):"
@@ -252,7 +253,7 @@ def _knowledge(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) -
 def _want(f: Mapping[str, Any], env: PromptEnv) -> str:
     want = str(f.get("want") or "")
     phrase = env.phrases.get(want)
-    return f"a {phrase}" if phrase else "a fix for the problem"
+    return indefinite(phrase) if phrase else "a fix for the problem"
 
 
 def _case(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Any
 import uvicorn
 
 from generator.text.render import parse_facts_block
+from schemas.textrules import indefinite
 
 _WORDS_TEXT = (
     "amber breeze canyon dune ember fern glacier harbor island juniper kettle lantern meadow nectar orchard "
@@ -460,7 +461,7 @@ def build_result(
     if task == "knowledge":
         lines = [f"This article covers {m}." for m in rules.get("mention", [])]
         lines += [
-            f"- Agents may offer a {w['phrase']} within {w['days']} days of the purchase date."
+            f"- Agents may offer {indefinite(w['phrase'])} within {w['days']} days of the purchase date."
             for w in rules.get("windows", [])
         ]
         lines += [f"- {s}." for s in rules.get("state", [])]
@@ -492,7 +493,7 @@ def _offer_sentence(offer: dict[str, Any] | None) -> str:
         return "I have logged the details and we will follow up by email."
     if offer.get("decline"):
         return "I'm sorry, the window for this issue has passed for your order, so I cannot do more."
-    return f"I can offer you a {offer['phrase']} for this."
+    return f"I can offer you {indefinite(offer['phrase'])} for this."
 
 
 def _emails(facts: dict[str, Any], rules: dict[str, Any], rng: random.Random) -> list[dict[str, str]]:

@@ -577,7 +577,7 @@ REMEDY_RULES = [
     "{A_phrase}: allowed within {window} of buying.",
     "Eligible resolution: {phrase}, up to {window} after ordering.",
     "The window for {a_phrase} is {window} from the order date.",
-    "Up to {window} after buying, customers may receive {a_phrase}.",
+    "Customers may receive {a_phrase} up to {window} after buying.",
     "{A_phrase} can still be offered up to {window} after purchase.",
     "Customers qualify for {a_phrase} during the first {window} after purchase.",
     "For {a_phrase}, the limit is {window} since the purchase.",

@@ -473,7 +473,7 @@ OFFER_MORE: dict[str, list[str]] = {
                      "I've put store credit on your profile (valid {valid_days} days).",
                      "There is now store credit on file for you; it lasts {valid_days} days.",
                      "I've issued store credit, usable for {valid_days} days.",
-                     "Store credit is on your account now ({valid_days} days).",
+                     "Your account now holds store credit ({valid_days} days).",
                      "Here is store credit for the {product}, valid {valid_days} days."],
     "loyalty_points": ["{amount} loyalty points are now in your account.", "I've topped up your loyalty points by {amount}.",
                        "You'll see {amount} extra loyalty points on your balance.",

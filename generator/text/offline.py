@@ -71,6 +71,7 @@ class OfflineWriter(TextWriter):
     def __init__(self, seed: int, company: str = "our company") -> None:
         self.seed = seed
         self.company = company
+        self._formal_of: dict[str, bool] = {}  # name -> spells out contractions (`_formal`)
 
     @classmethod
     def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> OfflineWriter:
@@ -422,7 +423,10 @@ class OfflineWriter(TextWriter):
 
     def _formal(self, who: str) -> bool:
         """Whether this person (an agent's or a customer's name) spells out contractions ("I will")."""
-        return derive_seed(self.seed, "formal", who) % 100 < 40
+        known = self._formal_of.get(who)
+        if known is None:
+            known = self._formal_of[who] = derive_seed(self.seed, "formal", who) % 100 < 40
+        return known
 
     def _persona(self, f: Mapping[str, Any]) -> voices.Persona:
         """The customer's voice, the same in every text they write (seeded by the customer)."""

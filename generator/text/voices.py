@@ -34,10 +34,7 @@ CONTRACTIONS = {
     "wasn't": "was not", "haven't": "have not", "hasn't": "has not", "couldn't": "could not",
     "wouldn't": "would not", "shouldn't": "should not", "here's": "here is", "what's": "what is",
 }  # fmt: skip
-_CONTRACTION = re.compile(
-    r"\b(" + "|".join(re.escape(k) for k in sorted(CONTRACTIONS, key=len, reverse=True)) + r")\b",
-    re.IGNORECASE,
-)
+_CONTRACTION = re.compile(r"\b[A-Za-z]+'[a-z]+\b")  # any word with an apostrophe; expanded if listed
 _EXPANSIONS = {k.lower(): v for k, v in CONTRACTIONS.items()}
 
 
@@ -46,10 +43,12 @@ def spelled_out(text: str) -> str:
 
     def full(m: re.Match[str]) -> str:
         word = m.group(0)
-        out = _EXPANSIONS[word.lower().replace("’", "'")]
+        out = _EXPANSIONS.get(word.lower())
+        if out is None:  # "Sam's", "o'clock": not a contraction
+            return word
         return out[:1].upper() + out[1:] if word[:1].isupper() else out
 
-    return _CONTRACTION.sub(full, text)
+    return _CONTRACTION.sub(full, text) if "'" in text else text
 
 
 @dataclass(frozen=True)

@@ -913,17 +913,19 @@ SUBJECT_PROSE: dict[str, str] = {
 }
 
 # What a policy article's example messages call the product ("My {product} fell apart" must never read
-# "My the product").
-EXAMPLE_PRODUCTS = [
-    "trail shoes",
-    "jacket",
-    "leggings",
-    "gym bag",
-    "running shoes",
-    "hoodie",
-    "sneakers",
-    "tank top",
-]
+# "My the product"). Singular nouns only: the messages say "the {product} is ...", which a plural ("the trail
+# shoes is") would break. WEARABLES have a size (the size examples use them).
+WEARABLES = ["jacket", "hoodie", "tank top", "rain jacket", "fleece", "sports bra", "running vest"]
+EXAMPLE_PRODUCTS = [*WEARABLES, "gym bag", "backpack"]
+SOLED = ["hiking boot", "running shoe", "trail shoe"]  # for messages about a sole
+
+
+def example_product(rng: random.Random, issue_key: str, message: str) -> str:
+    """A product that fits the example message: one with a sole or a size where the message needs it."""
+    if "sole" in message:
+        return rng.choice(SOLED)
+    return rng.choice(WEARABLES if "size" in issue_key else EXAMPLE_PRODUCTS)
+
 
 # Further subject-specific paragraphs of the company-wide articles (each article's own text).
 SUBJECT_MORE: dict[str, list[str]] = {

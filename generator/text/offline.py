@@ -193,9 +193,8 @@ class OfflineWriter(TextWriter):
                 )
             allowed = ", ".join(phrases[r] for r in dict(f["remedies"]))
             problems = vocab.ISSUE_PROBLEMS.get(ikey, [])
-            wearables = [p for p in articles.EXAMPLE_PRODUCTS if "bag" not in p]  # a bag has no size
             examples = [
-                e.format(product=rng.choice(wearables if "size" in ikey else articles.EXAMPLE_PRODUCTS))
+                e.format(product=articles.example_product(rng, ikey, e))
                 for e in rng.sample(problems, min(3, len(problems)))
             ]
             intro = pick(

@@ -3,12 +3,17 @@
 Each planted fact of an article (`generator/world.py` plants them) carries:
 - `question`: the canonical question (what the fact is; `{issue}` stands for the issue's name),
 - `answer`: the short answer, which the article states word for word,
-- `says`: sentences that state the answer in prose (the offline writer picks one),
+- `says`: sentences that state the answer in prose (the offline writer takes one in turn, by the article's
+  ordinal among its kind: six or more per care and product fact, so none is in more than two articles),
 - `asks`: questions in a customer's or agent's words that need the article's prose to answer: none of them
   repeats the article's sentences (knowledge QA draws its questions from these).
 
 The article bodies around the facts are composed by the offline writer from the prose banks here
-(`SECTIONS`), so an article reads like CRMArena's: about 3,000 characters of paragraphs, no Q:/A: lines.
+(`SECTIONS`, with more in `article_prose.py`), so an article reads like CRMArena's: about 3,000 characters of
+paragraphs, no Q:/A: lines. `paragraphs` gives the article at ordinal i of its kind the opening at i and the
+window of `BODY_PARAGRAPHS[kind]` consecutive paragraphs of `body_pool(kind)` starting at i * that number,
+so with the default org's article counts no paragraph, and no 8-word sequence, is in more than two articles
+(tests/test_text_fidelity.py holds the share to 5%).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from generator.rng import derive_seed, np_rng
 from generator.text import articles, vocab
 from schemas.profile import Profile
 from schemas.taskspec import MONTHS
+from schemas.textrules import indefinite
 
 MONTH_NAMES = list(MONTHS)
 
@@ -449,8 +450,8 @@ def _days(n: int) -> str:
 
 
 def article(phrase: str) -> str:
-    """`a`/`an` + phrase."""
-    return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+    """`a`/`an` + phrase, or the phrase alone when it is plural or a mass noun ("store credit")."""
+    return indefinite(phrase)
 
 
 def _knowledge(
@@ -727,12 +728,13 @@ def _guides(profile: Profile, seed: int, categories: list[CategoryDef]) -> list[
             prng = random.Random(derive_seed(seed, "knowledge", "product", noun))
             feats = list(vocab.PRODUCT_FEATURES.get(c.name, [])) or ["durable materials", "a comfortable fit"]
             a, b = prng.sample(feats, 2) if len(feats) > 1 else (feats[0], "careful finishing")
-            problem_pl, problem_sg, fix = articles.TROUBLES[prng.randrange(len(articles.TROUBLES))]
+            # In turn rather than drawn, so no troubleshooting answer is in more than a couple of guides.
+            problem_pl, problem_sg, fix = articles.TROUBLES[len(products) % len(articles.TROUBLES)]
             plural = forms["it"] == "them"
             product_values = {
                 "life": f"about {int(rng.integers(6, 25))} months",
                 "feature": f"{a} and {b}",
-                "sign": articles.SIGNS[prng.randrange(len(articles.SIGNS))],
+                "sign": articles.SIGNS[len(products) % len(articles.SIGNS)],
                 "trouble": fix,
             }
             fill = {

@@ -11,6 +11,9 @@ module sits on the bottom floor so that both floors above can import it.
   (an ellipsis; a dangling comma, colon, dash or bracket; an unclosed bracket; exactly the field's limit;
   prose that does not end like a sentence).
 - `doublings`: article/determiner doublings ("My the product", "The an XL"), which `field_problem` rejects.
+- `indefinite` / `bare_plurals`: "a"/"an" before a noun phrase that takes one ("a full refund", "an order
+  cancellation", but "store credit", "loyalty points"), and the phrases a text wrongly gives one ("a loyalty
+  points", "a store credit"): a slot filled without looking at its noun.
 - `contains`: a name or snippet appears, case-insensitive, with runs of whitespace counted as one space.
 - `states_window`: one sentence names a remedy's phrase and its window: "30 days", "30-day",
   "30 calendar days" (the windows are calendar days); "30 business days" or "130 days" do not state it.
@@ -128,6 +131,62 @@ DOUBLING = re.compile(rf"\b(?:{_FIRST})\s+(?:{_SECOND})\b", re.IGNORECASE)
 def doublings(text: str | None) -> list[str]:
     """Every article/determiner doubling in the text ("My the", "the the", "a the"), as written."""
     return [m.group(0) for m in DOUBLING.finditer(text or "")]
+
+
+# Nouns that take no "a"/"an" (mass nouns); a phrase ending in a plural ("loyalty points") takes none either.
+MASS_NOUNS = frozenset(
+    [
+        "advice",
+        "apparel",
+        "clothing",
+        "credit",
+        "equipment",
+        "footwear",
+        "gear",
+        "information",
+        "insurance",
+        "luggage",
+        "merchandise",
+        "postage",
+        "shipping",
+        "support",
+    ]
+)
+
+
+def takes_article(phrase: str) -> bool:
+    """Whether "a"/"an" can stand before the noun phrase: not before a plural or a mass noun."""
+    words = phrase.lower().split()
+    if not words:
+        return False
+    last = words[-1]
+    plural = last.endswith("s") and not last.endswith(("ss", "us", "is"))
+    return not plural and last not in MASS_NOUNS
+
+
+def indefinite(phrase: str) -> str:
+    """The phrase as an indefinite noun phrase: "a full refund", "an order cancellation", "store credit",
+    "loyalty points" (no article before a plural or a mass noun)."""
+    if not takes_article(phrase):
+        return phrase
+    return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+
+
+def bare_plurals(text: str | None, phrases: Mapping[str, str] | list[str] | tuple[str, ...]) -> list[str]:
+    """Every "a"/"an" the text puts before one of `phrases` that takes none ("a loyalty points",
+    "A store credit"), as written."""
+    values = phrases.values() if isinstance(phrases, Mapping) else phrases
+    wrong = sorted({p for p in values if p.strip() and not takes_article(p)}, key=len, reverse=True)
+    if not wrong or not text:
+        return []
+    pattern = _bare_pattern(tuple(wrong))
+    return [m.group(0) for m in pattern.finditer(text)]
+
+
+@cache
+def _bare_pattern(wrong: tuple[str, ...]) -> re.Pattern[str]:
+    names = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in wrong)
+    return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", re.IGNORECASE)
 
 
 # -- names, snippets and policy windows -----------------------------------------------------------------------

@@ -74,6 +74,9 @@ class Sampler:
             arts = data.articles
             row = arts.iloc[rng.randrange(len(arts))]
             fact = rng.choice(json.loads(row["_facts"]))
+            asks = [str(a) for a in fact.get("asks") or []]
+            if asks:  # a paraphrase that needs the article's prose, as the builder asks it
+                return {"article_id": str(row["Id"]), "question": rng.choice(asks)}
             question = str(fact["question"]).replace("{issue}", str(row["_subject"]).replace("_", " "))
             return {"article_id": str(row["Id"]), "question": question}
         if task == "case_routing":

@@ -331,3 +331,16 @@ def test_malformed_documents_are_reported_not_raised(bundle: Path) -> None:
     assert any(m.startswith("ground_truth.jsonl line 1: 'x' is not of type 'object'") for m in messages)
     assert any("line 2 at /params/extrema: 'mid' is not one of" in m for m in messages)
     assert any("params.year must be an integer" in m for m in messages)
+
+
+def test_a_query_doubling_a_determiner_or_stating_a_zero_price(bundle: Path) -> None:
+    """Issue 16: no article/determiner doubling and no "$0.00" purchase anywhere, task queries included."""
+    idx = _first(bundle, "case_routing", lambda row: True)
+
+    def change(t: dict[str, Any], g: dict[str, Any]) -> None:
+        t["query"] = "Who should take the case about my the jacket I paid $0.00 for?"
+
+    _edit(bundle, idx, change)
+    found = check_tasks(bundle)
+    assert _kinds(found) == [(idx, "format", "tasks.json")] * 2
+    assert sorted(str(d.found) for d in found) == ["$0.00", "my the"]

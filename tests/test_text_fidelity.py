@@ -17,8 +17,15 @@ mean over five seeded samples of 130 texts (`fidelity.mean_distinct_n`).
 | descriptions stating the order date      | rare     | 95%                     | <= 25%      |
 | descriptions stating the price           | rare     | 61%                     | <= 15%      |
 | top 8-word sequence, case subject/description | 1% / 12% | 5.4% (descriptions) | <= 3%      |
-| top 8-word sequence, email bodies, chats | -        | 7.1%, 37.5%             | <= 5%       |
-| knowledge article length (characters)    | ~3,000   | ~850 (9 of 45 < 300)    | mean >= 2,000, none < 1,500 |
+| top 8-word sequence, email bodies, chats | -        | 7.1%, 37.5% (4.3%, 4.4% mid-issue) | <= 3% |
+| top 8-word sequence, product descriptions | -       | 4.0% (mid-issue)        | <= 3%       |
+| top 8-word sequence, knowledge articles  | -        | 17.8% (mid-issue)       | <= 5% (2 of 45 articles) |
+| knowledge article length (characters)    | ~3,000   | ~850 (9 of 45 < 300); 2,268 mid-issue | mean >= 2,800, none < 1,500 |
+
+The issue's own bar for text is "no 8-word sequence appears in more than a few percent of a field's
+records"; CRMArena's released knowledge articles are not in its task set, so their figure is not measured.
+"Mid-issue" figures are the default org's before the last text changes of issue 16 (knowledge articles
+averaging 2,268 characters with paragraphs shared by many articles).
 """
 
 from __future__ import annotations
@@ -45,9 +52,12 @@ SAMPLE = 130
 TOP_8GRAM = {
     ("Case", "Subject"): 0.03,
     ("Case", "Description"): 0.03,
-    ("EmailMessage", "TextBody"): 0.05,
-    ("LiveChatTranscript", "Body"): 0.05,
+    ("EmailMessage", "TextBody"): 0.03,
+    ("LiveChatTranscript", "Body"): 0.03,
+    ("Product2", "Description"): 0.03,
+    ("Knowledge__kav", "FAQ_Answer__c"): 0.05,
 }
+ARTICLE_MEAN_CHARS, ARTICLE_MIN_CHARS = 2800, 1500
 
 
 def _data(bundle: Path, sobject: str) -> pd.DataFrame:
@@ -84,7 +94,7 @@ def test_knowledge_questions_are_varied_paraphrases_answered_by_the_prose(defaul
 def test_knowledge_articles_are_prose_of_crmarenas_length(default_bundle: Path) -> None:
     bodies = _data(default_bundle, "Knowledge__kav")["FAQ_Answer__c"].tolist()
     lengths = [len(b) for b in bodies]
-    assert sum(lengths) / len(lengths) >= 2000 and min(lengths) >= 1500
+    assert sum(lengths) / len(lengths) >= ARTICLE_MEAN_CHARS and min(lengths) >= ARTICLE_MIN_CHARS
     assert not any(re.search(r"^\s*[QA]:", b, re.M) for b in bodies)  # no FAQ lines
     kinds = set(pd.read_csv(default_bundle / "latent" / "Knowledge__kav.csv")["_kind"])
     assert kinds == {"issue_policy", "general", "category_guide", "product_guide"}

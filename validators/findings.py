@@ -132,6 +132,11 @@ RULES: dict[str, Rule] = {
             'a free text doubles an article or determiner ("My the", "The the", "a the"): a template bug',
         ),
         Rule(
+            "text.article-before-plural",
+            _E,
+            'a free text puts "a"/"an" before a plural or mass remedy phrase ("a loyalty points")',
+        ),
+        Rule(
             "text.truncated",
             _E,
             "a text looks cut off (ends mid-sentence, with an ellipsis, or at the length limit)",

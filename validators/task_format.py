@@ -20,7 +20,7 @@ from schemas.formats import sf_id_suffix
 from schemas.model import SCHEMA_DIR as MODEL_DIR
 from schemas.model import load_model
 from schemas.taskspec import is_task, key_prefix, render_task_schemas, spec, specs, task_names
-from schemas.textrules import zero_price
+from schemas.textrules import doublings, zero_price
 
 SCHEMA_DIR = MODEL_DIR / "tasks"
 SCHEMA_FILES = ("tasks.schema.json", "ground_truth.schema.json", "schema_config.schema.json")
@@ -286,6 +286,20 @@ def check_tasks_format(tasks: Sequence[Any]) -> list[Disagreement]:
                         amount,
                         f"tasks.json[{pos}].query says an item cost {amount}; nothing is sold for nothing, so "
                         "the builder gave the writer no price. Pass the product's price and rebuild.",
+                        "tasks.json",
+                    )
+                )
+            doubled = doublings(doc["query"])
+            if doubled:
+                out.append(
+                    Disagreement(
+                        idx,
+                        task,
+                        "format",
+                        "no doubled article or determiner",
+                        doubled[0],
+                        f"tasks.json[{pos}].query reads {doubled[0]!r}, an article or determiner doubled by a "
+                        "template; fix the query template that produced it and rebuild.",
                         "tasks.json",
                     )
                 )

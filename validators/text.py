@@ -39,10 +39,12 @@ from schemas.textrules import (
     FREE_TEXT,
     FreeText,
     agent_lines,
+    bare_plurals,
     contains,
     control_characters,
     offered,
     states_window,
+    takes_article,
     truncation,
     zero_price,
 )
@@ -82,6 +84,7 @@ def check_text(data: BundleData) -> list[Finding]:
     out.extend(_presence(data.raw, data.model))
     out.extend(_controls(data.raw))
     out.extend(_doublings(data.raw))
+    out.extend(_bare_articles(data))
     out.extend(zero_prices(data.raw))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
@@ -188,6 +191,36 @@ def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                     line=line,
                 )
             )
+    return out
+
+
+def _bare_articles(data: BundleData) -> list[Finding]:
+    """Every free-text field that puts "a"/"an" before a remedy phrase that takes none ("a loyalty points",
+    "A store credit"): a slot filled without looking at its noun. One finding per record and field."""
+    phrases = {k: v for k, v in _phrases(data)[0].items() if not takes_article(v)}
+    if not phrases:
+        return []
+    out = []
+    for spec in FREE_TEXT:
+        frame = data.raw.get(spec.sobject)
+        if frame is None or spec.field not in frame.columns:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            found = bare_plurals(text, phrases) if isinstance(text, str) else []
+            if found:
+                out.append(
+                    finding(
+                        "text.article-before-plural",
+                        f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r}, an article before a plural "
+                        "or mass noun; fix the writer's template that produced it (schemas.textrules.indefinite) "
+                        "and rebuild.",
+                        object=spec.sobject,
+                        record=rid,
+                        field=spec.field,
+                        file=_file(spec.sobject),
+                        line=line,
+                    )
+                )
     return out
 
 

@@ -309,9 +309,13 @@ class KnowledgeGenerator(ObjectGenerator):
         issue_desc = dict(zip(issues["_issue_key"], issues["Description__c"], strict=True))
         phrases = {k: r.phrase for k, r in ctx.world.remedies.items()}
         out = []
+        seen: dict[str, int] = {}
         for topic, rid in zip(ctx.world.knowledge, frame["Id"], strict=True):
+            # The article's position among those of its kind: the offline writer varies its prose by it.
+            ordinal = seen[topic.kind] = seen.get(topic.kind, -1) + 1
             facts: dict[str, Any] = {
                 "kind": topic.kind,
+                "ordinal": ordinal,
                 "subject": topic.subject,
                 "facts": topic.facts,
                 "data": topic.data,

@@ -3,12 +3,17 @@
 Each planted fact of an article (`generator/world.py` plants them) carries:
 - `question`: the canonical question (what the fact is; `{issue}` stands for the issue's name),
 - `answer`: the short answer, which the article states word for word,
-- `says`: sentences that state the answer in prose (the offline writer picks one),
+- `says`: sentences that state the answer in prose (the offline writer takes one in turn, by the article's
+  ordinal among its kind: six or more per care and product fact, so none is in more than two articles),
 - `asks`: questions in a customer's or agent's words that need the article's prose to answer: none of them
   repeats the article's sentences (knowledge QA draws its questions from these).
 
 The article bodies around the facts are composed by the offline writer from the prose banks here
-(`SECTIONS`), so an article reads like CRMArena's: about 3,000 characters of paragraphs, no Q:/A: lines.
+(`SECTIONS`, with more in `article_prose.py`), so an article reads like CRMArena's: about 3,000 characters of
+paragraphs, no Q:/A: lines. `paragraphs` gives the article at ordinal i of its kind the opening at i and the
+window of `BODY_PARAGRAPHS[kind]` consecutive paragraphs of `body_pool(kind)` starting at i * that number,
+so with the default org's article counts no paragraph, and no 8-word sequence, is in more than two articles
+(tests/test_text_fidelity.py holds the share to 5%).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from generator.text.article_prose import BODY_MORE, OPENINGS_MORE, SUBJECT_MORE_EXTRA
 
 # -- who asks: a customer's situation per issue, in their words -----------------------------------------
 
@@ -407,39 +414,63 @@ CARE_QUESTIONS: dict[str, tuple[str, list[str], list[str]]] = {
     "wash": (
         "How should products in the {cat} range be washed?",
         ["My {noun} got filthy. What's the right way to clean {it}?", "What cleaning method keeps {noun_pl} from the {cat} line in good shape?", "A customer wants to freshen up their {noun}. How should they go about that?", "Mud all over my new {noun} — how do I get {it} clean safely?", "What's the recommended way to get sweat and dirt out of {a_noun}?", "How do you suggest cleaning gear from the {cat} collection?", "Can I just throw my {noun} in with the regular laundry, or is there a better method?"],
-        ["For everyday cleaning, use {answer}; harsher methods shorten the life of the materials.",
-         "When {noun} need cleaning, {answer} is all it takes.",
-         "The safest way to clean them is {answer}, followed by a careful check of seams and fastenings."],
+        ["For {noun_pl} and the rest of the {cat} range, the cleaning method we recommend is {answer}.",
+         "Washing instructions for {cat} products come down to one line: {answer}.",
+         "When {noun_pl} from the {cat} line need cleaning, our advice is simple: {answer}.",
+         "The {cat} care label reads {answer}, and stronger treatments only shorten the life of the materials.",
+         "To clean {noun_pl}, the instruction from our {cat} specialists is {answer}; anything harsher wears the materials early.",
+         "Keep cleaning gentle for {cat} items such as {noun_pl}: {answer}.",
+         "The safest way to clean {cat} gear is {answer}, followed by a careful check of seams and fastenings."],
     ),
     "dry": (
         "How should products in the {cat} range be dried?",
         ["After cleaning my {noun}, how do I get {it} dry without ruining {it}?", "Once washed, what drying method suits {noun_pl} from this range?", "Is the dryer okay for my {noun}, or should I do something else?", "What's the safe way to dry {a_noun} after a wash?", "How should someone dry {noun_pl} from the {cat} line so they keep their shape?", "My {noun} is soaked. What's the best way to dry {it} out?"],
-        ["Afterwards, {answer}; heat is the fastest way to warp or shrink them.",
-         "To dry them, {answer}, and give them time before the next use."],
+        ["Afterwards, {answer}; heat is the fastest way to warp or shrink {cat} products.",
+         "To dry {noun_pl} and similar {cat} items, {answer}, and give them time before the next use.",
+         "Drying matters as much as washing for the {cat} range: {answer}.",
+         "Once clean, {answer}: a hot dryer or a radiator can ruin {noun_pl} in a single cycle.",
+         "The drying instruction for {cat} products is short: {answer}.",
+         "After washing {noun_pl}, {answer} and wait until they are completely dry before storing them."],
     ),
     "iron": (
         "What extra care tip applies to the {cat} range?",
         ["Is there one more habit that keeps {a_noun} lasting longer?", "Besides cleaning, what should owners of {noun_pl} keep in mind?", "Any other advice to help my {noun} last?", "What additional care step does the product team suggest for the {cat} collection?", "Other than washing and drying, what keeps {a_noun} in top condition?"],
-        ["One more habit makes a difference: {answer}.",
-         "Our product team also recommends that you {answer}."],
+        ["One more habit makes a difference for {noun_pl}: {answer}.",
+         "For the {cat} collection, our product team also recommends that you {answer}.",
+         "A final tip for the {cat} range: {answer}.",
+         "Owners of {cat} products often forget one step, so here it is: {answer}.",
+         "Beyond washing and drying, the specialists behind our {noun_pl} add one piece of advice: {answer}.",
+         "To keep {cat} items at their best for longer, {answer}."],
     ),
     "fit": (
         "How do products in the {cat} range fit?",
         ["Should I order my usual size for {a_noun}, or do they come up different?", "How true to the chart are {noun_pl} in the {cat} line?", "Do {noun_pl} from {company} come up big or small?", "Will my regular size work for {a_noun}?", "How does sizing in the {cat} collection compare with normal sizes?"],
-        ["Across the range, most styles run {answer}, so the usual size is the place to start.",
-         "Our fitting team finds that these styles run {answer}."],
+        ["Across the {cat} range, most styles run {answer}, so the usual size is the place to start.",
+         "Our fitting team finds that {cat} styles run {answer}.",
+         "Most {noun_pl} in this collection run {answer}, according to our fit testers.",
+         "Sizing in the {cat} line tends to run {answer}; the measurements on each product page confirm it.",
+         "Compared with standard charts, {cat} products run {answer}.",
+         "Customer feedback and our own testing agree that {noun_pl} from this range run {answer}."],
     ),
     "between": (
         "What should customers between two sizes do for the {cat} range?",
         ["I'm halfway between two sizes for {a_noun}. Which way should I go?", "If the chart puts someone on the border of two sizes, what do we recommend?", "My measurements fall between sizes for {noun_pl}. Go bigger or smaller?", "What's the advice for a shopper stuck between two sizes in the {cat} line?", "Should someone in-between sizes round up or down for {a_noun}?"],
-        ["If you fall between two sizes, we suggest you {answer}.",
-         "Customers on the border of two sizes should {answer}, according to our fit testers."],
+        ["If you fall between two sizes in the {cat} range, we suggest you {answer}.",
+         "Customers on the border of two {cat} sizes should {answer}, according to our fit testers.",
+         "Between sizes for {noun_pl}? The advice from our fitting team is to {answer}.",
+         "When the chart puts you between two {cat} sizes, {answer}: it suits how these styles are cut.",
+         "For anyone caught between sizes, the recommendation for {cat} products is to {answer}.",
+         "Shoppers halfway between two sizes of {noun_pl} are best served if they {answer}."],
     ),
     "warranty": (
         "How long does the warranty on the {cat} range last?",
         ["My {noun} gave out after a while. How long {is} {it} covered for manufacturing faults?", "For how many months is {a_noun} protected against defects?", "What's the guarantee period on gear from the {cat} collection?", "If {a_noun} develops a manufacturing fault, how long is it covered?", "How much time does the manufacturer's cover last for {noun_pl}?"],
-        ["Every item in the range carries a warranty of {answer} against manufacturing defects, counted from delivery.",
-         "Manufacturing faults are covered for {answer} from the day the order arrives."],
+        ["Every item in the {cat} range carries a warranty of {answer} against manufacturing defects, counted from delivery.",
+         "Manufacturing faults in {noun_pl} are covered for {answer} from the day the order arrives.",
+         "The {cat} warranty lasts {answer} from delivery and covers faults in materials and workmanship.",
+         "From the day they are delivered, {cat} products are protected against manufacturing defects for {answer}.",
+         "Should a manufacturing defect appear, {noun_pl} are covered for {answer} after delivery.",
+         "Cover against defects in the {cat} collection runs for {answer}, starting on the delivery date."],
     ),
 }  # fmt: skip
 
@@ -450,25 +481,41 @@ PRODUCT_QUESTIONS: dict[str, tuple[str, list[str], list[str]]] = {
         "How long do {noun_pl} typically last with regular use?",
         ["Roughly when should I expect to replace my {noun} if I use {it} a lot?", "What lifespan can a customer expect from {a_noun} used several times a week?", "How many months of wear should I get out of {a_noun}?", "If I train regularly, how soon will my {noun} need replacing?", "What's the usual life of {noun_pl} with frequent use?"],
         ["With regular use, most {noun_pl} last {answer} before the materials lose their support.",
-         "You can expect {answer} of regular use from a pair or piece in good condition."],
+         "Used several times a week, {noun_pl} from {company} typically give {answer} of service.",
+         "Expect {answer} of frequent use from well-kept {noun_pl}.",
+         "Our wear testing puts the life of {noun_pl} at {answer} of regular training.",
+         "Heavy users replace their {noun_pl} after {answer}; lighter use stretches that further.",
+         "A typical lifespan for {noun_pl} in the {cat} range is {answer} with regular use."],
     ),
     "feature": (
         "What features do {company} {noun_pl} have?",
         ["What's special about how {company} builds its {noun_pl}?", "What tech goes into {a_noun} from {company}?", "Which design features do the {noun_pl} sold by {company} include?", "What makes {company}'s {noun_pl} stand out?", "What are the key construction details of {a_noun} from {company}?"],
         ["Our {noun_pl} combine {answer}.",
-         "What sets them apart is the combination of {answer}."],
+         "What sets the {noun_pl} of {company} apart is the combination of {answer}.",
+         "Each model of {noun_pl} in the {cat} range is built around {answer}.",
+         "Design-wise, {noun_pl} from {company} bring together {answer}.",
+         "Two details define our {noun_pl}: {answer}.",
+         "Look closely at {a_noun} from {company} and you will find {answer}."],
     ),
     "sign": (
         "What is the main sign that {noun_pl} need replacing?",
         ["How can I tell my {noun} {is} worn out?", "What should a customer look for to know their {noun} {is} past {its} best?", "What's the telltale sign that {a_noun} has reached the end of {its} life?", "When is it time to retire {a_noun}? What gives it away?", "Which symptom means my {noun} should be swapped for a new one?"],
-        ["The clearest sign that it is time for a new one is {answer}.",
-         "Replace them once you notice {answer}; carrying on risks discomfort or injury."],
+        ["The clearest sign that {noun_pl} need replacing is {answer}.",
+         "Replace {noun_pl} once you notice {answer}; carrying on risks discomfort or injury.",
+         "Watch for {answer}: it means {noun_pl} have come to the end of their useful life.",
+         "Most owners know it is time for new {noun_pl} when they spot {answer}.",
+         "In {noun_pl}, {answer} is the signal of wear that no cleaning can fix.",
+         "When {a_noun} shows {answer}, it is time to retire {it}."],
     ),
     "trouble": (
         "What should customers try first when {noun_pl} {problem}?",
         ["My {noun} {problem_short}. Is there a quick fix before I contact support?", "A customer says their {noun} {problem_short}. What do we suggest they try?", "What's the first thing to do if {a_noun} {problem_short}?", "Before sending back {noun_pl} that {problem}, what should someone try?", "Any home remedy for {noun_pl} that {problem}?"],
-        ["If they {problem}, first {answer}; this solves most reports without a return.",
-         "When they {problem}, the first thing to try is to {answer}."],
+        ["If {noun_pl} {problem}, first {answer}; this solves most reports without a return.",
+         "When {noun_pl} {problem}, the first thing to try is to {answer}.",
+         "Should your {noun_pl} {problem}, {answer} before contacting support.",
+         "Owners whose {noun_pl} {problem} can usually fix it at home: {answer}.",
+         "A common report is that {noun_pl} {problem}. The quick fix is to {answer}.",
+         "Rather than returning {noun_pl} that {problem} straight away, {answer}; it works in most cases."],
     ),
 }  # fmt: skip
 
@@ -492,6 +539,8 @@ TROUBLES = [
     ("squeak or rub", "squeaks or rubs", "check for trapped grit and dust the contact points with talc"),
     ("lose their shape", "loses its shape", "reshape them while damp and let them dry flat"),
     ("pill or fuzz", "pills or fuzzes", "remove the bobbles with a fabric shaver and wash inside out"),
+    ("feel stiff", "feels stiff", "flex them gently by hand and wear them for a few short sessions"),
+    ("slip out of place", "slips out of place", "readjust the straps or fastenings so they sit snugly"),
 ]
 
 
@@ -712,9 +761,47 @@ SECTIONS: dict[str, list[list[str]]] = {
 }  # fmt: skip
 
 
-def paragraphs(rng: random.Random, kind: str, values: Mapping[str, str]) -> list[str]:
-    """One alternative per section of the kind's prose, filled with the values."""
-    return [rng.choice(options).format(**values) for options in SECTIONS[kind]]
+# Body paragraphs per article of each kind: with the pools below (`body_pool`), no paragraph is in more than
+# two articles of a kind when the kind has up to 2 * len(pool) / BODY_PARAGRAPHS articles (12 policies, 11
+# of each other kind in the default org).
+BODY_PARAGRAPHS = {"policy": 7, "general": 8, "care": 11, "product": 12}
+
+
+def openings(kind: str) -> list[str]:
+    return [*SECTIONS[kind][0], *OPENINGS_MORE.get(kind, [])]
+
+
+def body_pool(kind: str) -> list[str]:
+    """The kind's body paragraphs, taken from its sections in turn (one of each section, then the next of
+    each ...), so a window of consecutive paragraphs covers every section's topic."""
+    sections = [list(options) for options in SECTIONS[kind][1:]]
+    more = BODY_MORE.get(kind, [])
+    for i, extra in enumerate(more):
+        sections[i % len(sections)].append(extra)
+    out: list[str] = []
+    for depth in range(max(len(x) for x in sections)):
+        out.extend(x[depth] for x in sections if depth < len(x))
+    return out
+
+
+def rotate(options: Sequence[str], ordinal: int, salt: int = 0) -> str:
+    """The option of the article at `ordinal` among its kind: consecutive articles take consecutive options,
+    so each option serves at most ceil(articles / options) articles."""
+    return options[(ordinal + salt) % len(options)]
+
+
+def paragraphs(
+    rng: random.Random, kind: str, values: Mapping[str, str], ordinal: int | None = None
+) -> list[str]:
+    """The opening and `BODY_PARAGRAPHS[kind]` body paragraphs of an article of the kind, filled with the
+    values: the article at `ordinal` among its kind takes the opening at that position and the window of
+    body paragraphs that starts at ordinal * BODY_PARAGRAPHS (None: positions drawn from `rng`)."""
+    if ordinal is None:
+        ordinal = rng.randrange(10_000)
+    pool = body_pool(kind)
+    k = BODY_PARAGRAPHS[kind]
+    body = [pool[(ordinal * k + i) % len(pool)] for i in range(min(k, len(pool)))]
+    return [t.format(**values) for t in [rotate(openings(kind), ordinal), *body]]
 
 
 # -- company-wide articles: per subject, per planted fact (in `world._knowledge` order): (asks, says) ---------
@@ -831,17 +918,19 @@ SUBJECT_PROSE: dict[str, str] = {
 }
 
 # What a policy article's example messages call the product ("My {product} fell apart" must never read
-# "My the product").
-EXAMPLE_PRODUCTS = [
-    "trail shoes",
-    "jacket",
-    "leggings",
-    "gym bag",
-    "running shoes",
-    "hoodie",
-    "sneakers",
-    "tank top",
-]
+# "My the product"). Singular nouns only: the messages say "the {product} is ...", which a plural ("the trail
+# shoes is") would break. WEARABLES have a size (the size examples use them).
+WEARABLES = ["jacket", "hoodie", "tank top", "rain jacket", "fleece", "sports bra", "running vest"]
+EXAMPLE_PRODUCTS = [*WEARABLES, "gym bag", "backpack"]
+SOLED = ["hiking boot", "running shoe", "trail shoe"]  # for messages about a sole
+
+
+def example_product(rng: random.Random, issue_key: str, message: str) -> str:
+    """A product that fits the example message: one with a sole or a size where the message needs it."""
+    if "sole" in message:
+        return rng.choice(SOLED)
+    return rng.choice(WEARABLES if "size" in issue_key else EXAMPLE_PRODUCTS)
+
 
 # Further subject-specific paragraphs of the company-wide articles (each article's own text).
 SUBJECT_MORE: dict[str, list[str]] = {
@@ -890,3 +979,6 @@ SUBJECT_MORE: dict[str, list[str]] = {
         "Gift cards cannot be exchanged for cash except where the law requires it. Purchases paid with a gift card and then returned are refunded onto a new gift card, so the value is never lost.",
     ],
 }
+
+for _key, _extra in SUBJECT_MORE_EXTRA.items():
+    SUBJECT_MORE.setdefault(_key, []).append(_extra)

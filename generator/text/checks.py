@@ -32,9 +32,27 @@ from generator.text.base import LANDS_IN, TextKind
 from generator.text.offline import issue_name, product_name
 from schemas import textrules
 from schemas.model import load_model
-from schemas.textrules import agent_lines, contains, field_problem, free_text, norm, offered, states_window
+from schemas.textrules import (
+    agent_lines,
+    contains,
+    field_problem,
+    free_text,
+    indefinite,
+    norm,
+    offered,
+    states_window,
+)
 
-__all__ = ["check", "check_text", "contains", "field_problems", "norm", "rules_for", "states_window"]
+__all__ = [
+    "check",
+    "check_text",
+    "contains",
+    "field_problems",
+    "norm",
+    "rules_for",
+    "states_window",
+    "zero_price_problems",
+]
 
 AGENT_SUFFIX = f"{textrules.AGENT_SUFFIX}: "  # how an agent's chat line starts, after the agent's name
 FORBIDDEN_AGENT_WORDS = ("violat",)  # agents never say their own offer breaks policy
@@ -181,7 +199,55 @@ def _all_phrases(phrases: Mapping[str, str]) -> list[str]:
 def check(kind: TextKind, rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     """The problems of one (schema-valid) result against its rules; empty when it passes."""
     kind = TextKind(kind)
-    return [*field_problems(kind, result), *_CHECKS[kind](rules, result)]
+    return [
+        *field_problems(kind, result),
+        *zero_price_problems(result),
+        *bare_article_problems(rules, result),
+        *_CHECKS[kind](rules, result),
+    ]
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """(where, text) of every string in a result, e.g. ("messages[1].body", "...")."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, Mapping):
+        return [s for k, v in value.items() for s in _strings(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list | tuple):
+        return [s for i, v in enumerate(value) for s in _strings(v, f"{where}[{i}]")]
+    return []
+
+
+def bare_article_problems(rules: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """Every text of a result that puts "a"/"an" before a remedy phrase that takes none ("a loyalty points"),
+    which the validators report (`validators.text`, rule text.article-before-plural)."""
+    phrases = [str(p) for p in rules.get("phrases") or []]
+    phrases += [str(w["phrase"]) for w in rules.get("windows") or []]
+    if not phrases:
+        return []
+    out = []
+    for where, text in _strings(result, ""):
+        found = textrules.bare_plurals(text, phrases)
+        if found:
+            out.append(
+                f"The {where} reads `{found[0]}`: no article before a plural or mass noun; write "
+                f"`{found[0].split(None, 1)[1]}`."
+            )
+    return out
+
+
+def zero_price_problems(result: Mapping[str, Any]) -> list[str]:
+    """Every text of a result that states a purchase at no cost ("$0.00"): the issue's "no $0.00 purchase
+    anywhere", which the validators also hold a bundle to (`validators.text.zero_prices`)."""
+    out = []
+    for where, text in _strings(result, ""):
+        amount = textrules.zero_price(text)
+        if amount:
+            out.append(
+                f"The {where} says something cost {amount}; nothing is sold for nothing: state the price "
+                "given in the facts, or leave the price out."
+            )
+    return out
 
 
 @cache
@@ -244,7 +310,7 @@ def _check_knowledge(rules: Mapping[str, Any], r: Mapping[str, Any]) -> list[str
     for w in rules.get("windows", []):
         if not states_window(body, w["phrase"], int(w["days"])):
             out.append(
-                f"The body does not state, in one sentence, that a {w['phrase']} may be offered within "
+                f"The body does not state, in one sentence, that {indefinite(w['phrase'])} may be offered within "
                 f"{w['days']} days of purchase."
             )
     for s in rules.get("state", []):

@@ -21,6 +21,7 @@ from generator.rng import derive_seed
 from generator.text import articles, vocab, voices
 from generator.text.base import TextKind, TextRequest, TextWriter
 from schemas.gcpause import gc_paused
+from schemas.textrules import indefinite
 
 if TYPE_CHECKING:
     from schemas.profile import Profile
@@ -70,6 +71,7 @@ class OfflineWriter(TextWriter):
     def __init__(self, seed: int, company: str = "our company") -> None:
         self.seed = seed
         self.company = company
+        self._formal_of: dict[str, bool] = {}  # name -> spells out contractions (`_formal`)
 
     @classmethod
     def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> OfflineWriter:
@@ -141,16 +143,31 @@ class OfflineWriter(TextWriter):
     # -- knowledge -----------------------------------------------------------------------------------
 
     def _knowledge(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
-        """An article in prose (`articles.SECTIONS`), stating each planted fact in one of its `says` sentences
-        and a policy's windows in `vocab.REMEDY_RULES` sentences; no Q:/A: lines."""
+        """An article in prose of CRMArena's length (about 3,000 characters): an opening, the planted facts each
+        in one of its `says` sentences, a policy's windows in `vocab.REMEDY_RULES` sentences, and body
+        paragraphs (`articles.paragraphs`); no Q:/A: lines. The article's `ordinal` among its kind picks its
+        opening, its body window and its sentence variants in turn, so no sentence is templated across the
+        org's articles (each serves at most two of a kind in the default org)."""
         kind = str(f["kind"])
         facts: list[Mapping[str, Any]] = list(f["facts"])
         company = self.company
+        ordinal = int(f["ordinal"]) if f.get("ordinal") is not None else rng.randrange(10_000)
+        data = dict(f.get("data", {}))
+        subject = str(f["subject"])
+        slots = {"{company}": company, "{cat}": str(data.get("category", subject))}
 
-        def said(fact: Mapping[str, Any]) -> str:
+        def said(i: int, fact: Mapping[str, Any], noun_pl: str = "") -> str:
             says = list(fact.get("says") or ["{answer}."])
-            text = rng.choice(says).replace("{answer}", str(fact["answer"]))
+            text = articles.rotate(says, ordinal, salt=3 * i).replace("{answer}", str(fact["answer"]))
+            for slot, value in {**slots, "{noun_pl}": noun_pl}.items():
+                text = text.replace(slot, value)
             return text[:1].upper() + text[1:]
+
+        def pick(options: list[str], salt: int = 0) -> str:
+            return articles.rotate(options, ordinal, salt)
+
+        def joined(*parts: str) -> str:
+            return " ".join(p for p in parts if p).strip()
 
         if kind == "issue_policy":
             iname = str(f["issue_name"])
@@ -163,11 +180,11 @@ class OfflineWriter(TextWriter):
             )  # fmt: skip
             phrases = dict(f["remedy_phrases"])
             rules = []
-            for rkey, window in dict(f["remedies"]).items():
+            for r, (rkey, window) in enumerate(dict(f["remedies"]).items()):
                 phrase = phrases[rkey]
-                a_phrase = f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+                a_phrase = indefinite(phrase)
                 rules.append(
-                    rng.choice(vocab.REMEDY_RULES).format(
+                    pick(vocab.REMEDY_RULES, salt=r).format(
                         phrase=phrase,
                         a_phrase=a_phrase,
                         A_phrase=a_phrase[:1].upper() + a_phrase[1:],
@@ -175,37 +192,53 @@ class OfflineWriter(TextWriter):
                     )
                 )
             allowed = ", ".join(phrases[r] for r in dict(f["remedies"]))
+            problems = vocab.ISSUE_PROBLEMS.get(ikey, [])
             examples = [
-                e.format(product=rng.choice(articles.EXAMPLE_PRODUCTS))
-                for e in rng.sample(
-                    vocab.ISSUE_PROBLEMS.get(ikey, []), min(2, len(vocab.ISSUE_PROBLEMS.get(ikey, [])))
-                )
+                e.format(product=articles.example_product(rng, ikey, e))
+                for e in rng.sample(problems, min(3, len(problems)))
             ]
-            intro = rng.choice(
+            intro = pick(
                 [
                     f"This article sets out how {company} agents resolve cases about {low}.",
                     f"Use this policy whenever a customer contacts {company} about {low}.",
                     f"Agents handling {low} cases at {company} follow the guidance below.",
+                    f"Here is how the support team at {company} handles {low}, from the first reply to closing the case.",
+                    f"Every contact about {low} is handled with the steps and limits on this page.",
+                    f"What follows is the {company} playbook for {low} cases.",
                 ]
             )
-            opening = " ".join([intro, str(f.get("issue_description", ""))])
+            opening = joined(intro, str(f.get("issue_description", "")))
             if examples:
-                opening += " " + rng.choice(
+                opening += " " + pick(
                     [
                         "Customers tend to put it in their own words, for instance:",
                         "Typical messages read like this:",
+                        f"Messages about {low} often sound like these:",
+                        "Here is how customers usually describe it:",
+                        "In the customer's words, it tends to look like this:",
+                        f"A few real-world examples of {low} contacts:",
                     ]
                 )
                 opening += " " + " ".join(f'"{x}"' for x in examples)
             steps = [str(s) for s in vocab.ISSUE_STEPS.get(ikey, [])]
             rng.shuffle(steps)
-            handling = [said(x) for x in facts if x.get("says")]
+            handling = [said(i, x) for i, x in enumerate(facts) if x.get("says")]
             links = ["To begin,", "Then,", "After that,", "Finally,"]
             step_text = " ".join(
                 f"{links[min(i, 3)] if i < len(steps) - 1 or i == 0 else links[3]} {s[:1].lower()}{s[1:]}"
                 for i, s in enumerate(steps)
             )
-            closing = rng.choice(
+            lead = pick(
+                [
+                    "The resolutions are tied to the purchase date.",
+                    "Which remedy is possible depends on the date of purchase.",
+                    f"For {low}, each resolution has its own time limit.",
+                    "Time limits apply, counted from the purchase.",
+                    f"Not every {low} resolution stays open forever.",
+                    "Check the order date first, because the options narrow with time.",
+                ]
+            )
+            closing = pick(
                 [
                     f"Only these resolutions ({allowed}) may be offered for {low} cases, and only within the "
                     "windows above, counted in calendar days from the purchase date. Offering any other "
@@ -217,26 +250,22 @@ class OfflineWriter(TextWriter):
                     "counted from the day of purchase. Any other remedy, or a late one, is treated as a policy violation.",
                     f"To sum up, agents choose from {allowed} for {low}, never outside the time limits set "
                     "out here; a remedy outside that list or past its deadline is a policy violation.",
+                    f"Nothing beyond {allowed} is on the table for {low}. Days are calendar days since the "
+                    "order; an offer after the limit, or of anything not listed, breaks this policy and is "
+                    "recorded as a violation.",
+                    f"For {low}, the whole menu is: {allowed}. Outside those options, or once an option's "
+                    "days since purchase have run out, an agent's offer is a policy violation.",
                 ]
             )
-            prose = articles.paragraphs(rng, "policy", values)
+            prose = articles.paragraphs(rng, "policy", values, ordinal)
             body = [
                 opening,
                 prose[0],
-                " ".join([step_text, *handling]).strip(),
-                " ".join(
-                    [
-                        rng.choice(
-                            [
-                                "The resolutions are tied to the purchase date.",
-                                "Which remedy is possible depends on the date of purchase.",
-                            ]
-                        ),
-                        *rules,
-                        closing,
-                    ]
-                ),
-                *prose[1:],
+                joined(step_text, *handling),
+                prose[1],
+                prose[2],
+                joined(lead, *rules, closing),
+                *prose[3:],
             ]
             summary = rng.choice(
                 [
@@ -246,7 +275,7 @@ class OfflineWriter(TextWriter):
             )
             return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
         if kind == "general":
-            key = str(f["subject"])
+            key = subject
             subject = _title(key)
             values = {"company": company, "subject": subject.lower()}
             title = rng.choice(
@@ -257,38 +286,42 @@ class OfflineWriter(TextWriter):
                     f"{subject}: What You Need to Know",
                 ]
             )
-            intro = rng.choice(
+            sub = subject.lower()
+            intro = pick(
                 [
-                    f"This article explains the {subject.lower()} of {company}.",
-                    f"Here is what customers and agents need to know about our {subject.lower()}.",
-                    f"Our {subject.lower()} in brief, for customers and for the agents answering them.",
+                    f"This article explains the {sub} of {company}.",
+                    f"Here is what customers and agents need to know about our {sub}.",
+                    f"Our {sub} in brief, for customers and for the agents answering them.",
+                    f"Everything about the {company} {sub}, on one page.",
+                    f"The {sub} below applies to every order.",
+                    f"Read on for how our {sub} works in practice.",
                 ]
             )
-            prose = articles.paragraphs(rng, "general", values)
-            stated = [said(x) for x in facts]
+            prose = articles.paragraphs(rng, "general", values, ordinal)
+            stated = [said(i, x) for i, x in enumerate(facts)]
             more = list(articles.SUBJECT_MORE.get(key, []))
             rng.shuffle(more)
             body = [
-                " ".join([intro, prose[0]]),
-                " ".join([*stated[:2], articles.SUBJECT_PROSE.get(key, "")]).strip(),
+                joined(intro, prose[0]),
+                joined(*stated[:2], articles.SUBJECT_PROSE.get(key, "")),
                 *more[:1],
-                " ".join(stated[2:]),
+                prose[1],
+                prose[2],
+                joined(*stated[2:]),
                 prose[3],
+                prose[4],
                 *more[1:],
-                *prose[1:3],
-                *prose[4:],
+                *prose[5:],
             ]
             return {
                 "title": title,
                 "summary": f"Key facts about the {subject.lower()} at {company}.",
                 "body": "\n\n".join(p for p in body if p),
             }
-        data = dict(f.get("data", {}))
-        subject = str(f["subject"])
         category = str(data.get("category", subject))
         if kind == "category_guide":
             nouns = [str(x) for x in f.get("nouns", [])]
-            forms = articles.noun_forms(rng.choice(nouns) if nouns else subject)
+            forms = articles.noun_forms(pick(nouns) if nouns else subject)
             values = {
                 "company": company,
                 "cat": category,
@@ -299,10 +332,8 @@ class OfflineWriter(TextWriter):
                 [f"Caring for Your {category}", f"{category}: Care, Fit and Warranty",
                  f"{category} Care Guide", f"Looking After {category} Products"]
             )  # fmt: skip
-            prose = articles.paragraphs(rng, "care", values)
-            stated = [said(x) for x in facts]
-            tips = list(vocab.GUIDE_TIPS["care"])
-            rng.shuffle(tips)
+            prose = articles.paragraphs(rng, "care", values, ordinal)
+            stated = [said(i, x, forms["noun_pl"]) for i, x in enumerate(facts)]
             covers = (
                 f"The range includes {', '.join(n.lower() for n in nouns[:-1])} and {nouns[-1].lower()}."
                 if len(nouns) > 1
@@ -311,26 +342,29 @@ class OfflineWriter(TextWriter):
             feats = list(vocab.PRODUCT_FEATURES.get(category, []))
             rng.shuffle(feats)
             made = (
-                rng.choice(
+                pick(
                     [
                         f"Across the {category} range you will find {_listed(feats)}.",
                         f"Depending on the model, products in the range feature {_listed(feats)}.",
                         f"The range is built around {_listed(feats)}.",
+                        f"Look for {_listed(feats)} across the {category} line.",
+                        f"Models in the {category} collection use {_listed(feats)}.",
+                        f"Inside the range: {_listed(feats)}.",
                     ]
                 )
                 if feats
                 else ""
             )
             body = [
-                " ".join([prose[0], covers]).strip(),
-                " ".join([made, prose[4]]).strip(),
-                " ".join(stated[:3]),
-                " ".join([prose[1], *tips[:2]]),
+                joined(prose[0], covers),
+                joined(made, prose[1]),
+                joined(*stated[:3]),
+                prose[2],
+                prose[3],
+                joined(prose[4], *stated[3:-1]) if len(stated) > 4 else prose[4],
                 prose[5],
-                " ".join([prose[2], *stated[3:-1]]) if len(stated) > 4 else prose[2],
-                " ".join([stated[-1], prose[3]]),
-                prose[7],
-                prose[6],
+                joined(stated[-1], prose[6]),
+                *prose[7:],
             ]
             summary = f"How to clean, store and size {category.lower()} products, and how long their warranty lasts."
             return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
@@ -345,39 +379,53 @@ class OfflineWriter(TextWriter):
             [f"Getting the Most from Your {subject}", f"{subject}: Features, Care and Troubleshooting",
              f"Your {subject} Questions Answered", f"{subject} Guide"]
         )  # fmt: skip
-        prose = articles.paragraphs(rng, "product", values)
-        stated = [said(x) for x in facts]
+        prose = articles.paragraphs(rng, "product", values, ordinal)
+        stated = [said(i, x, forms["noun_pl"]) for i, x in enumerate(facts)]
         feats = list(vocab.PRODUCT_FEATURES.get(category, []))
         rng.shuffle(feats)
         uses = rng.sample(vocab.PRODUCT_USES, 2)
         others = [str(n).lower() for n in f.get("nouns", []) if str(n) != subject]
         rng.shuffle(others)
-        about = " ".join(
-            x
-            for x in [
-                f"Our {forms['noun_pl']} are made for {uses[0]} and {uses[1]}.",
-                f"Depending on the model, they feature {_listed(feats[:4])}." if feats else "",
-                f"Customers often pair them with {others[0]} or {others[1]} from the {category} range."
-                if len(others) > 1
-                else "",
-            ]
-            if x
+        about = joined(
+            f"Our {forms['noun_pl']} are made for {uses[0]} and {uses[1]}.",
+            pick(
+                [
+                    f"Depending on the model, they feature {_listed(feats[:4])}.",
+                    f"Expect {_listed(feats[:4])}, depending on the model.",
+                    f"Most models add {_listed(feats[:4])}.",
+                    f"Key details include {_listed(feats[:4])}.",
+                    f"You will find {_listed(feats[:4])} on most versions.",
+                    f"Built in: {_listed(feats[:4])}.",
+                ]
+            )
+            if feats
+            else "",
+            f"Customers often pair them with {others[0]} or {others[1]} from the {category} range."
+            if len(others) > 1
+            else "",
         )
         body = [
-            " ".join([prose[0], about]),
-            prose[3],
-            " ".join(stated[:2]),
-            " ".join([prose[1], *stated[2:3]]),
-            prose[4],
-            " ".join([*stated[3:], prose[6]]),
-            prose[7],
-            prose[5],
+            joined(prose[0], about),
+            prose[1],
+            joined(*stated[:2]),
             prose[2],
+            joined(prose[3], *stated[2:3]),
+            prose[4],
+            prose[5],
+            joined(*stated[3:], prose[6]),
+            *prose[7:],
         ]
         summary = f"Features, lifespan, care and quick fixes for {forms['noun_pl']}."
         return {"title": title, "summary": summary, "body": "\n\n".join(p for p in body if p)}
 
     # -- cases and conversations -----------------------------------------------------------------------
+
+    def _formal(self, who: str) -> bool:
+        """Whether this person (an agent's or a customer's name) spells out contractions ("I will")."""
+        known = self._formal_of.get(who)
+        if known is None:
+            known = self._formal_of[who] = derive_seed(self.seed, "formal", who) % 100 < 40
+        return known
 
     def _persona(self, f: Mapping[str, Any]) -> voices.Persona:
         """The customer's voice, the same in every text they write (seeded by the customer)."""
@@ -490,6 +538,7 @@ class OfflineWriter(TextWriter):
         subject = str(f["case_subject"])
         product, noun = str(f["product"]), str(f["noun"])
         first = str(f["customer_first"])
+        customer_formal = self._formal(str(f.get("customer_key") or first))
         out = []
         for i, m in enumerate(f["messages"]):
             kind = str(m["kind"])
@@ -512,8 +561,10 @@ class OfflineWriter(TextWriter):
                     rng.choice(vocab.CUSTOMER_REPLY).format(**ctx)
                     + f"\n\n{rng.choice(vocab.SIGNOFFS)}\n{first}"
                 )
+                body = voices.spelled_out(body) if customer_formal else body
             elif kind == "customer_thanks":
                 body = rng.choice(vocab.CUSTOMER_THANKS) + f"\n\n{first}"
+                body = voices.spelled_out(body) if customer_formal else body
             else:
                 lines = [rng.choice(vocab.AGENT_GREETING).format(**ctx)]
                 if kind == "agent_ack":
@@ -552,6 +603,7 @@ class OfflineWriter(TextWriter):
                 )
                 lines.append(f"{rng.choice(vocab.AGENT_SIGN)}\n{signature}")
                 body = "\n\n".join(lines)
+                body = voices.spelled_out(body) if self._formal(agent_name) else body
             out.append({"subject": subj, "body": body})
         return {"messages": out}
 
@@ -629,6 +681,11 @@ class OfflineWriter(TextWriter):
                             ". I'm sorry about that.",
                             ", thanks for letting us know.",
                             ". Let's get that sorted.",
+                            ". That's no good.",
+                            ", thanks for flagging it.",
+                            ". Let me help with that.",
+                            ". Thanks for the details.",
+                            ". Oh no, let's fix it.",
                         ]
                     )
                 )
@@ -662,7 +719,12 @@ class OfflineWriter(TextWriter):
             )
         if rng.random() < 0.85:
             lines.append(a(voices.compose(rng, voices.AGENT_END_A, voices.AGENT_END_B).format(**fill)))
-        return {"body": "\n".join(lines)}
+        formal = {agent_label: self._formal(agent), cust: self._formal(str(f.get("customer_key") or cust))}
+        styled = []
+        for line in lines:
+            who, sep, said = line.partition(": ")
+            styled.append(f"{who}{sep}{voices.spelled_out(said)}" if sep and formal.get(who) else line)
+        return {"body": "\n".join(styled)}
 
     # -- tasks -----------------------------------------------------------------------------------------
 

@@ -28,8 +28,9 @@ from generator.text import checks, vocab
 from generator.text.base import OUTPUT_SCHEMAS, TextKind
 from generator.text.offline import human_date, issue_name
 from schemas.errors import Terminal
+from schemas.textrules import indefinite
 
-RENDER_VERSION = 1
+RENDER_VERSION = 2  # 2: knowledge prompts say what each kind of article covers
 FACTS_MARKER = "FACTS (machine-readable; authoritative):"
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
@@ -246,13 +247,27 @@ def _knowledge(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) -
             for q, s in zip(f["facts"], rules["state"], strict=True)
         )
         article = f"Topic: {what}.\nThe article must answer these questions:\n{qa}"
-    return {"article": article}
+    return {"article": f"{article}\n{ARTICLE_KINDS.get(kind, '')}".rstrip()}
+
+
+# What each kind of article covers besides its facts (as the offline writer's articles do, issue 16), so LLM
+# articles are of CRMArena's length and kind rather than a list of answers.
+ARTICLE_KINDS = {
+    "issue_policy": "Also cover: how customers describe the problem (two or three short quoted examples), the "
+    "checks agents make, case notes, tone, exceptions and escalation, and when to close the case.",
+    "general": "Also cover: how the rule works in practice, common misunderstandings, special cases (gifts, "
+    "several items, store or app orders) and how to get help.",
+    "category_guide": "Also cover: the materials and features of the range, storage between uses, common care "
+    "mistakes, fit advice and what the warranty does and does not cover.",
+    "product_guide": "Also cover: choosing the right model, breaking it in, everyday care, storage and "
+    "travel, quick troubleshooting and when to contact support.",
+}
 
 
 def _want(f: Mapping[str, Any], env: PromptEnv) -> str:
     want = str(f.get("want") or "")
     phrase = env.phrases.get(want)
-    return f"a {phrase}" if phrase else "a fix for the problem"
+    return indefinite(phrase) if phrase else "a fix for the problem"
 
 
 def _case(f: Mapping[str, Any], rules: Mapping[str, Any], env: PromptEnv) -> dict[str, Any]:

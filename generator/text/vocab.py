@@ -109,7 +109,7 @@ ISSUE_PROBLEMS = {
         "The {product} I received runs a full size smaller than the size chart says.",
         "I followed the size guide for the {product}, yet it is far too tight to wear.",
         "The {product} is labelled with my usual size but fits like two sizes up.",
-        "Sizing on the {product} is way off compared to the chart on your website.",
+        "Sizing on the {product} is way off.",
         "I need a different size of the {product}; the one I got doesn't fit at all.",
     ],
     "cancel_order": [
@@ -327,6 +327,10 @@ AGENT_ACK = [
     "Thank you for the details about your {product}. I'm {agent} from the {company} support team.",
     "I've received your message about the {product} and I'm reviewing your order now. I'm {agent}.",
     "Sorry for the hassle with the {product}. I'm {agent}, and I'll make sure we get this resolved.",
+    "Sorry your {product} has given you trouble. {agent} here; I'll take it from here.",
+    "That sounds frustrating, and thanks for telling us about the {product}. I'm {agent} and this case is mine now.",
+    "Thanks for your patience while your message about the {product} waited in our queue. I'm {agent}.",
+    "I've read through your note about the {product}. I'm {agent}, and I'll see this through with you.",
 ]
 
 AGENT_ASK = [
@@ -565,10 +569,18 @@ CATEGORY_BLURBS = [
     "Everything in {lower}, from everyday essentials to performance picks for {use}.",
 ]
 
+# One sentence per allowed remedy of a policy article (each states the phrase and its window in one sentence,
+# as `schemas.textrules.states_window` reads it); few fixed words between the slots, so no 8-word run is
+# shared by many articles.
 REMEDY_RULES = [
-    "Agents may offer {a_phrase} within {window} of the purchase date.",
-    "{A_phrase} can be offered if the customer contacts us within {window} of purchase.",
-    "Eligible resolution: {phrase}, available up to {window} after the order date.",
+    "Agents may offer {a_phrase} within {window} of purchase.",
+    "{A_phrase}: allowed within {window} of buying.",
+    "Eligible resolution: {phrase}, up to {window} after ordering.",
+    "The window for {a_phrase} is {window} from the order date.",
+    "Customers may receive {a_phrase} up to {window} after buying.",
+    "{A_phrase} can still be offered up to {window} after purchase.",
+    "Customers qualify for {a_phrase} during the first {window} after purchase.",
+    "For {a_phrase}, the limit is {window} since the purchase.",
 ]
 
 # -- richer case descriptions ---------------------------------------------------------------------------
@@ -770,12 +782,20 @@ PRODUCT_EXTRAS = [
     "Part of our {season} collection.",
     "Backed by our warranty.",
     "A favourite of our run club.",
-    "Rated {rating} out of 5 by customers.",
+    "Customers rate it {rating} out of 5.",
     "Weighs {weight}.",
     "Made from {material}.",
-    "Designed with athletes from our {city} team.",
+    "Tested by our {city} athletes.",
     "Recycled materials make up {pct}% of it.",
-    "Pairs well with the rest of the {season} line.",
+    "Pairs well with the {season} line.",
+    "A {season} staple.",
+    "Reviewers give it {rating} stars.",
+    "Shaped by feedback from {city} runners.",
+    "{pct}% recycled content.",
+    "Matches other {season} pieces.",
+    "Shipped in plastic-free packaging.",
+    "Field-tested around {city}.",
+    "Average review: {rating}/5.",
 ]
 
 SEASONS_WORD = ["spring", "summer", "fall", "winter", "holiday", "back-to-school"]

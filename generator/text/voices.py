@@ -10,6 +10,7 @@ write, whether they sign, and how often they mention the order date or the price
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,33 @@ def compose(rng: random.Random, *slots: Sequence[str]) -> str:
 
 def cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+# Some people write "I will" where others write "I'll": a writer's habit (agents and customers alike), which
+# also keeps stock phrases from reading identically across an org's emails and chats.
+CONTRACTIONS = {
+    "I'll": "I will", "I've": "I have", "I'm": "I am", "I'd": "I would", "we'll": "we will",
+    "we've": "we have", "we're": "we are", "you're": "you are", "you'll": "you will", "you've": "you have",
+    "let's": "let us", "it's": "it is", "that's": "that is", "there's": "there is", "don't": "do not",
+    "doesn't": "does not", "didn't": "did not", "can't": "cannot", "won't": "will not", "isn't": "is not",
+    "wasn't": "was not", "haven't": "have not", "hasn't": "has not", "couldn't": "could not",
+    "wouldn't": "would not", "shouldn't": "should not", "here's": "here is", "what's": "what is",
+}  # fmt: skip
+_CONTRACTION = re.compile(r"\b[A-Za-z]+'[a-z]+\b")  # any word with an apostrophe; expanded if listed
+_EXPANSIONS = {k.lower(): v for k, v in CONTRACTIONS.items()}
+
+
+def spelled_out(text: str) -> str:
+    """`text` with its contractions written in full ("I'll" -> "I will", "Let's" -> "Let us")."""
+
+    def full(m: re.Match[str]) -> str:
+        word = m.group(0)
+        out = _EXPANSIONS.get(word.lower())
+        if out is None:  # "Sam's", "o'clock": not a contraction
+            return word
+        return out[:1].upper() + out[1:] if word[:1].isupper() else out
+
+    return _CONTRACTION.sub(full, text) if "'" in text else text
 
 
 @dataclass(frozen=True)
@@ -233,11 +261,17 @@ AGENT_FROM = [" from {company}", "", "", " with {company} support", " on the sup
 AGENT_OFFER_HELP = [". How can I help?", ". What can I do for you?", ". What's going on?", ". I'm happy to help.",
                     ". What seems to be the problem?", ". What happened?", "! How can I help you today?",
                     ". Tell me what's up.", ". What can I help with?"]  # fmt: skip
-ASK_A = ["Could you", "Can you", "Would you"]
+ASK_A = [
+    "Could you", "Can you", "Would you", "Could you please", "Please could you", "Would you be able to",
+    "Are you able to",
+]  # fmt: skip
 ASK_B = [
-    " tell me more about it", " describe what happened", " confirm the order email", " share the order number",
+    " explain a bit more", " describe what happened", " confirm the order email", " share the order number",
     " send me a photo", " say when it started", " confirm your size", " check for the packaging",
-    " say how often you've used it", " confirm the delivery address", " tell me the colour",
+    " say how often you've used it", " confirm the delivery address", " confirm the colour",
+    " walk me through it", " say what you noticed first", " say where it was delivered",
+    " say what you tried", " check the size label", " say roughly when it arrived",
+    " describe it in a few words", " say how it was stored",
 ]  # fmt: skip
 ASK_C = ["?", " for me?", " please?", ", if you can?", " quickly?"]
 CUST_PREFIX = ["Sure. ", "Yes. ", "OK so ", "Well, ", "Right, ", "", "", "Yeah, ", "Sure thing. ", "Um, "]
@@ -247,9 +281,11 @@ CUST_SHORT = [
     "I ordered my usual size.", "It came in the original packaging.", "About a week ago.",
 ]  # fmt: skip
 AGENT_CHECK_A = ["Let me", "Give me a moment to", "One sec, I'll", "Thanks, I'll", "OK, let me", "Bear with me while I",
-                 "Got it. I'll", "Thanks for that. Let me", "Understood, I'll"]  # fmt: skip
+                 "Got it. I'll", "Thanks for that. Let me", "Understood, I'll", "Right, I'll", "Noted. Let me",
+                 "Thanks. Give me a minute to", "Sure, I'll", "Perfect, let me"]  # fmt: skip
 AGENT_CHECK_B = [" pull up your order.", " look at your account.", " check the order details.", " review the order.",
-                 " check what happened.", " look into this.", " see what went on here.", " check with the system."]  # fmt: skip
+                 " check what happened.", " look into this.", " see what went on here.", " check with the system.",
+                 " open your case.", " check the shipment.", " find the order.", " go through the details."]  # fmt: skip
 AGENT_FOLLOW = [
     "I've passed the details to the team that handles this, and they'll follow up by email.",
     "I've noted everything on your case; a colleague will follow up by email shortly.",
@@ -273,7 +309,8 @@ CUST_END_ALONE = ["Great!", "Awesome.", "OK, sounds good.", "Perfect.", "That wo
 AGENT_END_A = ["You're welcome", "Happy to help", "No problem", "My pleasure", "Glad I could help", "Anytime",
                "Thanks for chatting with us", "Of course"]  # fmt: skip
 AGENT_END_B = ["! Have a great day.", ". Anything else I can help with?", ". Take care!", ". Enjoy the rest of your day.",
-               "!", ". Have a good one.", ". Bye for now.", ". Take care, {first}."]  # fmt: skip
+               "!", ". Have a good one.", ". Bye for now.", ". Take care, {first}.", ", {first}.", ". All the best.",
+               ". Have a lovely evening.", ". Speak soon.", ". Enjoy the weekend!", ". Cheers!"]  # fmt: skip
 
 # -- emails --------------------------------------------------------------------------------------------------
 
@@ -286,6 +323,9 @@ EMAIL_CLOSE_B = [
     ", but feel free to reply if anything else comes up.", ". Thanks for your patience.", ". We appreciate your business.",
     "; just reply here if you need us again.", ". Reply any time if something's not right.", ".",
     ". Thanks for shopping with us.", ", and you can reopen it by replying to this email.",
+    ", but write back any time.", "; a reply reopens it.", ". If anything changes, just answer this email.",
+    ". We're only a reply away.", ", though you can always write back.", ". Write back if it's still not right.",
+    ". Thanks again for bearing with us.", ". Enjoy your order!",
 ]  # fmt: skip
 # Every agent email is signed with the agent's full name (the writers' checks require it).
 EMAIL_SIGNATURES = [
@@ -303,7 +343,7 @@ PROBLEMS_MORE: dict[str, list[str]] = {
     ],
     "size_mismatch": [
         "The {product} came up huge on me even though I picked my normal size.",
-        "Can't get my feet into the {product}; the chart said this size would be right.",
+        "Can't get my feet into the {product}, even in my usual size.",
         "The {noun} pinches everywhere and the sleeves are short.",
         "Tried on the {product} last night and it's clearly mislabelled.",
     ],
@@ -414,28 +454,58 @@ PRODUCT_SAYS = [
 # More ways an agent words an offer; each names the remedy's canonical phrase (how offers are detected).
 OFFER_MORE: dict[str, list[str]] = {
     "refund": ["You're getting a full refund for the {product}.", "A full refund is on its way to your card.",
-               "I've approved a full refund; expect it in a few days."],
+               "I've approved a full refund; expect it in a few days.",
+               "I've put through a full refund today.",
+               "A full refund is approved for the {product}.",
+               "You'll receive a full refund to the card you paid with."],
     "replacement": ["A free replacement {noun} is being packed for you now.", "I've ordered you a free replacement.",
-                    "You'll get a free replacement, shipped today."],
+                    "You'll get a free replacement, shipped today.",
+                    "A free replacement is on its way to you.",
+                    "Good news: a free replacement {noun} ships tomorrow.",
+                    "I've arranged a free replacement for the {product}."],
     "exchange": ["Let's do a free exchange for the right {noun}.", "I've opened a free exchange for you.",
-                 "A free exchange is set up; the label is attached to your case."],
+                 "A free exchange is set up; the label is attached to your case.",
+                 "A free exchange is ready for you.",
+                 "I can arrange a free exchange for another {noun}.",
+                 "You're set for a free exchange on the {product}."],
     "store_credit": ["You now have store credit on your account, good for {valid_days} days.",
                      "I've put store credit on your profile (valid {valid_days} days).",
-                     "There is now store credit on file for you; it lasts {valid_days} days."],
+                     "There is now store credit on file for you; it lasts {valid_days} days.",
+                     "I've issued store credit, usable for {valid_days} days.",
+                     "Your account now holds store credit ({valid_days} days).",
+                     "Here is store credit for the {product}, valid {valid_days} days."],
     "loyalty_points": ["{amount} loyalty points are now in your account.", "I've topped up your loyalty points by {amount}.",
-                       "You'll see {amount} extra loyalty points on your balance."],
+                       "You'll see {amount} extra loyalty points on your balance.",
+                       "I've added {amount} loyalty points as an apology.",
+                       "Your account now has {amount} more loyalty points.",
+                       "As a thank-you for your patience: {amount} loyalty points."],
     "free_shipping": ["You'll find a free shipping voucher in your account ({valid_days} days).",
                       "I've issued you a free shipping voucher for {valid_days} days.",
-                      "A free shipping voucher is yours for the next {valid_days} days."],
+                      "A free shipping voucher is yours for the next {valid_days} days.",
+                      "Your next delivery is covered by a free shipping voucher ({valid_days} days).",
+                      "A free shipping voucher is in your wallet for {valid_days} days.",
+                      "I've added a free shipping voucher; it lasts {valid_days} days."],
     "discount_code": ["Your discount code is {code}: {percent}% off, valid {valid_days} days.",
                       "Use discount code {code} for {percent}% off in the next {valid_days} days.",
-                      "I've sent you a discount code ({code}) worth {percent}% off for {valid_days} days."],
+                      "I've sent you a discount code ({code}) worth {percent}% off for {valid_days} days.",
+                      "Try discount code {code}: {percent}% off for {valid_days} days.",
+                      "Here's a discount code, {code}, for {percent}% off ({valid_days} days).",
+                      "A discount code for {percent}% off: {code}. It lasts {valid_days} days."],
     "cancellation": ["The order cancellation is confirmed.", "I've completed the order cancellation for you.",
-                     "Your order cancellation for the {product} is done."],
+                     "Your order cancellation for the {product} is done.",
+                     "Your order cancellation is complete.",
+                     "The order cancellation for the {product} went through.",
+                     "I've confirmed the order cancellation; nothing will be charged."],
     "price_adjustment": ["I've made a price adjustment for the {product}.", "A price adjustment is now on your order.",
-                         "You'll get a price adjustment back on your card."],
+                         "You'll get a price adjustment back on your card.",
+                         "A price adjustment for the {product} is done.",
+                         "I've put through a price adjustment on your order.",
+                         "You're getting a price adjustment for the difference."],
     "repair": ["We'll arrange a free repair for the {product}.", "I've booked a free repair; the label is in your email.",
-               "Your {noun} is eligible for a free repair."],
+               "Your {noun} is eligible for a free repair.",
+               "A free repair is booked for the {product}.",
+               "We can do a free repair on your {noun}.",
+               "I've set up a free repair; a label is on its way."],
 }  # fmt: skip
 OFFER_PRE = [
     "",
@@ -459,5 +529,7 @@ EMAIL_ASK_B = [
     " confirm your shipping address", " send a photo of the item", " confirm the order date",
     " reply with the order number", " send a photo of the label", " tell me which size you ordered",
     " confirm the email on the account", " describe what happened in a line or two",
+    " tell me roughly when it arrived", " send the tracking number if you have it", " confirm the colour you chose",
+    " tell me what you've tried so far", " attach a picture of the packaging", " let me know the size on the label",
 ]  # fmt: skip
 EMAIL_ASK_C = ["?", " for me?", " by replying to this email?", " when you can?"]

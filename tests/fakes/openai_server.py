@@ -33,6 +33,7 @@ from typing import Any
 import uvicorn
 
 from generator.text.render import parse_facts_block
+from schemas.textrules import indefinite
 
 _WORDS_TEXT = (
     "amber breeze canyon dune ember fern glacier harbor island juniper kettle lantern meadow nectar orchard "
@@ -99,6 +100,7 @@ class FakeConfig:
     truncate_rate: float = 0.0  # share cut in half with finish_reason "length"
     refusal_rate: float = 0.0  # share refused (message.refusal)
     wrong_content_rate: float = 0.0  # share that are schema-valid but fail the content checks
+    zero_price_rate: float = 0.0  # share whose texts state a "$0.00" purchase (a template fed no price)
     faults_on_repairs: bool = False  # content faults also hit follow-up turns (else repairs come out right)
     duplicate_texts: bool = False  # the same filler for every request unless a variation hint is present
     json_schema_supported: bool = True
@@ -382,8 +384,10 @@ class FakeOpenAI:
             content, refusal = None, "I'm sorry, I can't help with that."
         elif u < (edge := edge + cfg.wrong_content_rate):
             content = json.dumps(_wrong(result))
-        elif u < edge + cfg.schema_invalid_rate:
+        elif u < (edge := edge + cfg.schema_invalid_rate):
             content = json.dumps({"answer": result})  # valid JSON, not the requested shape
+        elif u < edge + cfg.zero_price_rate:
+            content = json.dumps(_zero_priced(result))
         elif fmt == "text":
             content = f"Here is the JSON:\n```json\n{text}\n```"
         with self._lock:
@@ -429,6 +433,17 @@ def _wrong(value: Any) -> Any:
     return "lorem ipsum dolor sit amet"
 
 
+def _zero_priced(value: Any) -> Any:
+    """`value` with every text saying the purchase cost $0.00 (otherwise it still passes the old checks)."""
+    if isinstance(value, dict):
+        return {k: _zero_priced(v) if k != "name" else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_zero_priced(v) for v in value]
+    if isinstance(value, str) and value.strip():
+        return f"{value} It cost $0.00 at the time."
+    return value
+
+
 # -- content -----------------------------------------------------------------------------------------------
 
 
@@ -451,7 +466,7 @@ def build_result(
     if task == "knowledge":
         lines = [f"This article covers {m}." for m in rules.get("mention", [])]
         lines += [
-            f"- Agents may offer a {w['phrase']} within {w['days']} days of the purchase date."
+            f"- Agents may offer {indefinite(w['phrase'])} within {w['days']} days of the purchase date."
             for w in rules.get("windows", [])
         ]
         lines += [f"- {s}." for s in rules.get("state", [])]
@@ -483,7 +498,7 @@ def _offer_sentence(offer: dict[str, Any] | None) -> str:
         return "I have logged the details and we will follow up by email."
     if offer.get("decline"):
         return "I'm sorry, the window for this issue has passed for your order, so I cannot do more."
-    return f"I can offer you a {offer['phrase']} for this."
+    return f"I can offer you {indefinite(offer['phrase'])} for this."
 
 
 def _emails(facts: dict[str, Any], rules: dict[str, Any], rng: random.Random) -> list[dict[str, str]]:

@@ -15,6 +15,7 @@ from generator.text.checks import (
 )
 from generator.text.offline import OfflineWriter
 from generator.text.render import PromptEnv
+from schemas.textrules import indefinite
 
 
 def first(requests: dict[TextKind, list[TextRequest]], kind: TextKind, pred: Any = None) -> TextRequest:
@@ -66,11 +67,14 @@ def test_knowledge_policy_must_state_every_window_in_one_sentence(
     w = rules["windows"][0]
     body = "\n".join(
         [f"About {rules['mention'][0]}."]
-        + [f"Agents may offer a {x['phrase']} within {x['days']}-day windows." for x in rules["windows"]]
+        + [
+            f"Agents may offer {indefinite(x['phrase'])} within {x['days']}-day windows."
+            for x in rules["windows"]
+        ]
     )
     assert check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "The policy.", "body": body}) == []
     # The phrase and the days in different sentences do not state the window.
-    split = body.replace(f"a {w['phrase']} within {w['days']}", f"a {w['phrase']}. Within {w['days']}")
+    split = body.replace(f"{w['phrase']} within {w['days']}", f"{w['phrase']}. Within {w['days']}")
     problems = check(TextKind.KNOWLEDGE, rules, {"title": "t", "summary": "The policy.", "body": split})
     assert any(w["phrase"] in p and str(w["days"]) in p for p in problems)
     wrong = body.replace(f"{w['days']}-day", f"{w['days'] + 1}-day", 1)
@@ -261,3 +265,22 @@ def test_paraphrase_finds_the_answer_format_suffix_itself() -> None:
     )
     assert rules["keep"] == ["01tWs00001AbCdEFGH"]
     assert rules_for(TextKind.PARAPHRASE, {"text": "What is the return window?"}, {})["suffix"] is None
+
+
+def test_an_article_before_a_plural_remedy_or_a_zero_price_is_sent_back() -> None:
+    rules = {"mention": [], "windows": [{"phrase": "loyalty points", "days": 90}], "state": []}
+
+    def body(text: str) -> dict[str, str]:
+        return {"title": "Points", "summary": "The policy.", "body": text}
+
+    good = "Agents may offer loyalty points within 90 days of purchase."
+    assert check(TextKind.KNOWLEDGE, rules, body(good)) == []
+    bare = check(
+        TextKind.KNOWLEDGE, rules, body("Agents may offer a loyalty points within 90 days of purchase.")
+    )
+    assert bare == [
+        "The body reads `a loyalty points`: no article before a plural or mass noun; write `loyalty points`."
+    ]
+    free = check(TextKind.KNOWLEDGE, rules, body(good + " The jacket cost $0.00."))
+    assert len(free) == 1 and "$0.00" in free[0]
+    assert check(TextKind.KNOWLEDGE, rules, body(good + " The jacket cost $0.99.")) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
@@ -186,6 +187,22 @@ def test_bad_replies_are_repaired(
     assert fake.stats.requests == 10
     if fault == "truncate_rate":  # the follow-up may use twice the tokens
         assert sorted(fake.stats.max_tokens)[-1] == 2 * sorted(fake.stats.max_tokens)[0]
+
+
+@pytest.mark.parametrize("kind", [TextKind.CASE, TextKind.EMAIL_THREAD, TextKind.CHAT])
+def test_a_zero_price_is_never_accepted(
+    kind: TextKind, small_requests: Requests, llm_writer: WriterFactory, fake: FakeOpenAI, env: PromptEnv
+) -> None:
+    """Issue 16: no "$0.00" purchase anywhere. Every first answer says the item cost $0.00 (and passes every
+    other check); the writer must send it back, and what it keeps states no zero price."""
+    fake.reset(zero_price_rate=1.0)
+    writer = llm_writer()
+    reqs = some(small_requests, kind, 4)
+    out = run(writer.write(kind, reqs))
+    assert_verified(kind, reqs, out, env)
+    assert "$0.00" not in json.dumps(out)
+    assert writer.usage.kinds[kind.value]["repairs"] == 4
+    assert fake.stats.requests == 8
 
 
 def test_records_that_keep_failing_fail_the_batch_or_are_filled(

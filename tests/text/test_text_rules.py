@@ -39,7 +39,7 @@ from generator.text.offline import product_name
 from generator.text.vocab import ISSUE_NAMES, MODIFIERS
 from orgs.bundle import Bundle, read_csv_lines
 from schemas.model import load_model
-from schemas.textrules import doublings, free_text, norm
+from schemas.textrules import doublings, free_text, indefinite, norm
 from validators.findings import Finding
 from validators.load import BundleData
 from validators.text import check_text
@@ -142,6 +142,12 @@ ENDINGS = ["!", '."', ".)", "?", "...", "…", ",", ":", " -", " (", "", " and",
 EXTRAS = ["bracket", "nul", "bell", "tab", "crlf", "limit"]
 
 
+def with_article(m: Mutations, phrase: str) -> str:
+    """`phrase` with "a"/"an" where English puts one, unless a mutation puts "a" before any phrase ("a loyalty
+    points", which the validators report as text.article-before-plural)."""
+    return f"a {phrase}" if m.pick("article", ["a"]) else indefinite(phrase)
+
+
 def finish(m: Mutations, text: str, limit: int) -> str:
     """`text` ended with "." unless a mutation ends it otherwise, opens a bracket, adds a control character
     or pads it to within a few characters of its field's limit."""
@@ -240,7 +246,7 @@ def articles(draw: st.DrawFn) -> Drawn:
         form = m.pick("window", WINDOW_FORMS + BAD_WINDOW_FORMS) or "{d} days"
         split = m.pick("between phrase and window", [". ", "\n", "! ", ", "]) or " "
         lines.append(
-            f"Agents may offer a {variant(m, PHRASES[remedy])}{split}within {form.format(d=days)} of purchase."
+            f"Agents may offer {with_article(m, variant(m, PHRASES[remedy]))}{split}within {form.format(d=days)} of purchase."
         )
     lines.append(draw(FILLER))
     body = finish(m, "\n".join(lines), limit_of("Knowledge__kav", "FAQ_Answer__c"))
@@ -276,7 +282,7 @@ def agent_sentences(m: Mutations, wanted: str, issue_name: str) -> list[str]:
     confession."""
     out = ["let me look at your order."]
     if wanted:
-        out.append(f"I can offer you a {variant(m, wanted)} for this.")
+        out.append(f"I can offer you {with_article(m, variant(m, wanted))} for this.")
     if m.pick("names the issue", ["yes"]):
         out.append(f"this is about {variant(m, issue_name)}.")
     inside = [r for r in REMEDIES if norm(PHRASES[r]) in norm(issue_name)]  # the issue name's own phrase

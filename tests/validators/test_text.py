@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from schemas.textrules import bare_plurals, indefinite
 from schemas.textsim import jaccard, shingles
 from validators.load import load_bundle
+from validators.task_format import check_tasks_format
 from validators.text import (
     NEAR_DUPLICATE_SCOPE,
     NEAR_DUPLICATE_THRESHOLD,
@@ -119,3 +121,28 @@ def test_a_mention_of_the_case_issue_is_not_an_offer() -> None:
     assert offered(transfer, PHRASES, "Loyalty points not redeemed") == []
     offer = transfer + " Meanwhile I've added 500 loyalty points to your account."
     assert offered(offer, PHRASES, "Loyalty points not redeemed") == ["loyalty_points"]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "written"),
+    [("full refund", "a full refund"), ("order cancellation", "an order cancellation"),
+     ("store credit", "store credit"), ("loyalty points", "loyalty points"),
+     ("free shipping voucher", "a free shipping voucher"), ("address", "an address")],
+)  # fmt: skip
+def test_indefinite_leaves_plural_and_mass_nouns_bare(phrase: str, written: str) -> None:
+    assert indefinite(phrase) == written
+
+
+def test_bare_plurals_finds_an_article_before_a_plural_or_mass_phrase() -> None:
+    phrases = {"p": "loyalty points", "c": "store credit", "r": "full refund"}
+    text = "Agents may offer a loyalty points. A  store credit can be offered. A full refund is fine; extra loyalty points too."
+    assert bare_plurals(text, phrases) == ["a loyalty points", "A  store credit"]
+    assert bare_plurals("Agents may offer loyalty points or store credit.", phrases) == []
+
+
+def test_task_queries_that_double_a_determiner_are_format_disagreements() -> None:
+    doc = {"idx": 0, "task": "knowledge_qa", "query": "How long after buying can I return my the jacket?"}
+    found = [d for d in check_tasks_format([doc]) if "doubled" in d.message]
+    assert [d.found for d in found] == ["my the"]
+    clean = {**doc, "query": "How long after buying can I return my jacket?"}
+    assert [d for d in check_tasks_format([clean]) if "doubled" in d.message] == []

@@ -82,6 +82,7 @@ def sampler_monthly_trend(data: OrgData) -> Any:
             params,
             sol,
             tail=f" {suffix}",
+            context={"product_name": name},  # the voice names the product its own way
         )
 
     return sample

@@ -151,10 +151,16 @@ MTA_QUESTIONS = (
     "Is one month {w} responsible for {sig} more {p} {cases} than any of the others?",
     "We're reviewing demand on support for {p}. {W}, which month had {sig} more {cases} than the others?",
     "Which month {w} shows a {sig_adj} surge in {cases} for {p} compared with the other months?",
+    "Our records for {p} {w}: did one month bring in {sig} more {cases} than all the others, and which?",
+    "Thinking about seasonality, which month {w} generated {sig} more {cases} on {p} than its neighbours?",
+    "Support volume check for {p}: {w}, in what month did {cases} run {sig} ahead of every other month?",
+    "If I chart monthly {cases} for {p} {w}, which month towers above the rest?",
+    "{W}, which calendar month drove {sig} more {cases} for {p} than any other?",
+    "Was there a peak month for {cases} involving {p} {w}, one {sig} above all others?",
 )
 _SIG = ("significantly", "considerably", "noticeably", "markedly", "substantially")
 _SIG_ADJ = ("significant", "considerable", "noticeable", "marked", "clear")
-_CASES = ("cases", "support cases", "service cases", "customer cases")
+_CASES = ("cases", "support cases", "service cases", "customer cases", "support requests", "tickets")
 TII_QUESTIONS = (
     "What is the most frequent problem with {p} {w}?",
     "What was the predominant issue with {p} {w}?",

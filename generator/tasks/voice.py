@@ -305,7 +305,7 @@ def _eligibility(n: int, rng: random.Random) -> str:
         (
             f"among agents who handled more than {cases}",
             f"among those handling more than {cases}",
-            f"considering only agents with more than {cases}",
+            f"considering only agents who handled more than {cases}",
             f"among agents who managed over {cases}",
         )
     )

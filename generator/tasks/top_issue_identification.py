@@ -106,6 +106,7 @@ def sampler_top_issue(data: OrgData) -> Any:
             params,
             sol,
             tail=f" {suffix}",
+            context={"product_name": name},  # the voice names the product its own way
         )
 
     return sample

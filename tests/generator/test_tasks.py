@@ -187,3 +187,23 @@ def test_orgseed_tasks_reports_an_adapted_count(small_bundle: Path, tmp_path: Pa
     assert tasks["adapted"]["requested"] == 400 and tasks["per_task"] == tasks["adapted"]["per_task"] < 400
     res = orgseed("tasks", str(root), "--per-task", "400")
     assert res.returncode != 0 and "--per-task" in res.stderr
+
+
+def test_the_crmarena_profile_at_scale_0_05_builds_with_default_flags(tmp_path: Path) -> None:
+    """Issue 16 item 6 at the smallest scale the issue names: `orgseed build --scale 0.05` (49 cases over the
+    profile's 500 products) builds with the profile's default count adapted, the counts in the manifest and a
+    warning; asking for that count explicitly stays an error. Before monthly trend accepted a month winning
+    with one case in such an org, it yielded no instance at all and the build failed."""
+    out = tmp_path / "b"
+    res = orgseed("build", "--no-prefect", "--scale", "0.05", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "warning: this org yields" in res.stderr
+    tasks = json.loads((out / "manifest.json").read_text())["tasks"]
+    n = tasks["per_task"]
+    assert tasks["adapted"]["requested"] == 130 and tasks["adapted"]["per_task"] == n
+    assert 8 <= n < 130 and min(tasks["adapted"]["limited_by"].values()) == n
+    rows = [json.loads(line) for line in (out / "tasks" / "ground_truth.jsonl").read_text().splitlines()]
+    assert Counter(r["task"] for r in rows) == dict.fromkeys(CRMARENA_TASKS, n)
+    assert check_tasks(out) == []  # tie-free, every answer re-derived
+    res = orgseed("tasks", str(out), "--per-task", "130")
+    assert res.returncode != 0 and "--per-task" in res.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pandas as pd
 import pytest
 
 from tests.conftest import copy_bundle
@@ -65,6 +66,29 @@ def test_report_is_valid_and_its_counts_match_the_csvs(clean: dict[str, Any], de
     assert not any("word for word" in f for f in _flags(clean, "text"))
     span = clean["sections"]["distributions"]["figures"]["span"]
     assert span["cases_outside"] == 0 and span["profile_start"] <= span["first_case"]
+
+
+# Hidden variables must show at least as strongly as before issue 16 (issue 16, "What must hold"). The floors are
+# the audit's Spearman rho on the default org (crmarena profile, seed 0, scale 1) built from commit 6f7dbc6, the
+# main branch just before issue 16 merged (e930227), and audited with today's `orgseed audit`:
+#   agent speed -> mean handle time of the agent's closed cases      +0.5319  (n = 76 agents)
+#   agent skill -> share of first assignments transferred away       -0.8334  (n = 88 agents)
+# The issue quotes 0.61 and 0.84 for these; the 0.61 is not what the pre-issue-16 code gives at seed 0 (0.53; over
+# seeds 0-5 it averages 0.46), so the floor is the measured one. The wider catalog (f790e2a) had brought the
+# transfer figure to -0.73 at seed 0 and -0.70 averaged over seeds 0-5 (pre-issue-16: -0.72); a steeper
+# transfer_skill_slope (2.4 -> 3.2 in the crmarena profile) gives -0.87 at seed 0 and -0.79 over seeds 0-5.
+SPEED_RHO_FLOOR = 0.5319
+TRANSFER_RHO_CEILING = -0.8334
+
+
+def test_hidden_variables_show_as_strongly_as_before_issue_16(clean: dict[str, Any]) -> None:
+    effects = {e["name"]: e for e in clean["sections"]["latent"]["figures"]["effects"]}
+    speed, transfers = effects["agent speed → handle time"], effects["agent skill → transfers"]
+    for e in (speed, transfers):  # the audit's rho re-derived from its own points: Pearson of pandas' ranks
+        ranks = pd.DataFrame(e["points"], columns=["x", "y"]).rank()
+        assert len(ranks) == e["n"] and abs(ranks["x"].corr(ranks["y"]) - e["rho"]) < 1e-3
+    assert speed["rho"] >= SPEED_RHO_FLOOR, speed["rho"]
+    assert transfers["rho"] <= TRANSFER_RHO_CEILING, transfers["rho"]
 
 
 def test_planted_defects_are_each_flagged(

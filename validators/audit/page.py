@@ -95,15 +95,17 @@ scale {{ report.against.bundle.scale }}, writer {{ report.against.bundle.writer 
 <td class="n">{{ o.sampled }}</td><td class="n">{{ o.missing_in_org }}</td>
 <td>{% for k, v in o.fields_differing.items() %}{{ k }} ({{ v }}) {% endfor %}</td></tr>{% endfor %}</table>
 {% elif key == "fidelity" %}
-<table><tr><th>task</th><th>instances</th><th>distinct queries</th><th>CRMArena</th><th>mention None</th><th>example hints</th></tr>
+<table class="fidelity-queries"><tr><th>task</th><th>instances</th><th>distinct queries</th><th>CRMArena</th><th>mention None</th><th>example hints</th></tr>
 {% for q in s.figures.queries %}<tr><td>{{ q.task }}</td><td class="n">{{ q.instances }}</td><td class="n">{{ q.distinct_queries }}</td>
 <td class="n">{{ q.crmarena_distinct_queries }}</td><td class="n">{{ q.none_mentions }}</td><td class="n">{{ q.answer_hints }}</td></tr>{% endfor %}</table>
-<p class="meta">NED queries naming the product exactly: {{ s.figures.ned_exact_name_share }} · knowledge questions verbatim in
-their article: {{ s.figures.knowledge_qa.verbatim_question_share }} (distinct-2 {{ s.figures.knowledge_qa.distinct_2 }})</p>
-<table><tr><th>text</th><th>records</th><th>distinct-1</th><th>distinct-2</th><th>distinct-3</th><th>most repeated 8-word sequence</th></tr>
+<p class="meta fidelity-tasks">queries mentioning None: <b class="none-mentions">{{ s.figures.none_mentions }}</b> · with an example
+answer: <b class="answer-hints">{{ s.figures.answer_hints }}</b> · NED queries naming the product exactly:
+<b class="ned-exact">{{ s.figures.ned_exact_name_share }}</b> · knowledge questions verbatim in their article:
+<b class="verbatim">{{ s.figures.knowledge_qa.verbatim_question_share }}</b> (distinct-2 {{ s.figures.knowledge_qa.distinct_2 }})</p>
+<table class="fidelity-text"><tr><th>text</th><th>records</th><th>distinct-1</th><th>distinct-2</th><th>distinct-3</th><th>most repeated 8-word sequences (share of records)</th></tr>
 {% for t in s.figures.text %}<tr><td>{{ t.name }}</td><td class="n">{{ t.records }}</td><td class="n">{{ t.distinct_1 }}</td>
 <td class="n">{{ t.distinct_2 }}</td><td class="n">{{ t.distinct_3 }}</td>
-<td>{% if t.top_8grams %}“{{ t.top_8grams[0].text }}” ({{ t.top_8grams[0].share }}){% endif %}</td></tr>{% endfor %}</table>
+<td>{% for g in t.top_8grams %}<span class="gram">“{{ g.text }}” ({{ g.share }})</span>{% if not loop.last %}<br>{% endif %}{% endfor %}</td></tr>{% endfor %}</table>
 {% elif key == "llm" %}
 <table>{% for k in ["writer", "model", "requests", "cache_hits", "repairs", "prompt_tokens", "completion_tokens", "cost_usd"] %}
 <tr><td>{{ k }}</td><td class="n">{{ s.figures[k] }}</td></tr>{% endfor %}</table>

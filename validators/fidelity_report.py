@@ -64,7 +64,21 @@ TARGETS: dict[str, tuple[str, float, float | None, str]] = {
     "answer_hints": ("<=", 0, 0, "no example that can be the answer ('(e.g. January)' was in 11 of ours)"),
     "distinct_queries.policy_violation_identification": (">=", 50, 67, "tasks_natural.json: 67 of 130"),
     "ned_exact_name_share": ("<=", 0.0, 0.0, "CRMArena's NED queries never name the product"),
+    # the most repeated 8-word sequence: "in no more than a few percent of a field's records" (issue 16); held only
+    # where the field has at least SAMPLE records (on fewer, one shared phrase is already several percent)
+    "top_8gram.Case.Subject": ("<=", 0.03, 0.01, "CRMArena's case subjects: 1%"),
+    "top_8gram.Case.Description": ("<=", 0.03, 0.12, "CRMArena's case descriptions: 12%"),
+    "top_8gram.EmailMessage.TextBody": ("<=", 0.03, None, "CRMArena released no email text"),
+    "top_8gram.LiveChatTranscript.Body": ("<=", 0.03, None, "CRMArena released no chat text"),
+    "top_8gram.Product2.Description": ("<=", 0.03, None, "CRMArena released no product text"),
+    "top_8gram.Knowledge__kav.FAQ_Answer__c": (
+        "<=",
+        0.05,
+        None,
+        "about 45 articles: 5% is two articles sharing a sentence; CRMArena's articles are prose",
+    ),
 }
+TEXT_TARGET_PREFIX = "top_8gram."
 
 
 Frames = Callable[[str], "pd.DataFrame | None"]  # sObject name → its records (None when it has none)
@@ -210,16 +224,22 @@ def _figure(figures: Mapping[str, Any], key: str) -> float | None:
         task = key.split(".", 1)[1]
         row = next((q for q in figures.get("queries", []) if q["task"] == task), None)
         return None if row is None else float(row["distinct_queries"])
+    if key.startswith(TEXT_TARGET_PREFIX):
+        name = key[len(TEXT_TARGET_PREFIX) :]
+        text = next((t for t in figures.get("text", []) if t["name"] == name), None)
+        if text is None or text["records"] < SAMPLE:
+            return None
+        return float(text["top_8grams"][0]["share"]) if text["top_8grams"] else 0.0
     value = figures.get(key)
     return float(value) if isinstance(value, int | float) else None
 
 
 def below_target(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The figures that miss their target (none missing: [])."""
+    """The figures that miss their target (none missing: []). Query figures count only with task files."""
     out = []
     for key, (op, target, crmarena, source) in TARGETS.items():
         value = _figure(figures, key)
-        if value is None or not figures.get("queries"):
+        if value is None or (not key.startswith(TEXT_TARGET_PREFIX) and not figures.get("queries")):
             continue
         ok = value >= target if op == ">=" else value <= target
         if not ok:

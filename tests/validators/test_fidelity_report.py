@@ -19,11 +19,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from validators.audit import run_audit
-from validators.fidelity_report import TARGETS, below_target, fidelity_figures, figures_from, query_figures
+from validators.fidelity_report import (
+    TARGETS,
+    TEXT_FIELDS,
+    below_target,
+    fidelity_figures,
+    figures_from,
+    query_figures,
+)
 
 OTHER_TASKS_DISTINCT_TARGET = 100
 
@@ -102,7 +110,25 @@ def test_below_target_names_each_missed_figure() -> None:
         "answer_hints",
         "distinct_queries.policy_violation_identification",
         "ned_exact_name_share",
+        *(f"top_8gram.{o}.{f}" for o, f in TEXT_FIELDS),
     }
+
+
+def test_a_templated_text_field_is_below_target_once_it_has_a_sample() -> None:
+    """130 subjects of which 20 share one 8-word run (15%) miss the 3% target; 129 of them are too few to hold."""
+    shared = "my order arrived late and the box was torn"
+    subjects = [
+        f"{shared} {k}" if k < 20 else f"subject number {k} about something else entirely" for k in range(130)
+    ]
+
+    def frames(rows: int) -> Any:
+        return lambda name: pd.DataFrame({"Subject": subjects[:rows]}) if name == "Case" else None
+
+    missed = {b["figure"]: b for b in below_target(figures_from(frames(130), [], []))}
+    assert set(missed) == {"top_8gram.Case.Subject"}
+    assert missed["top_8gram.Case.Subject"]["value"] == round(20 / 130, 4)
+    assert missed["top_8gram.Case.Subject"]["target"] == "<= 0.03"
+    assert below_target(figures_from(frames(129), [], [])) == []
 
 
 def test_the_audit_shows_the_figures(default_bundle: Path) -> None:

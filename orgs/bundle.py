@@ -36,7 +36,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -943,8 +943,22 @@ def read_csv_lines(
             )
         rows.append(row)
         lines.append(start_line)
-    frame = pd.DataFrame(rows, columns=header, dtype=object)
-    frame = frame.where(frame != "", None)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
+    del rows
+    frame = pd.DataFrame({i: _compact(col) for i, col in enumerate(columns)}, dtype=object)
+    del columns
+    frame.columns = pd.Index(header, dtype=object)
     frame["_line"] = lines
     frame.attrs["lines"] = reader.line_num  # the file's physical lines (how parts' lines are numbered on)
     return frame
+
+
+def _compact(cells: Sequence[str]) -> np.ndarray:
+    """One column's cells as an object array, None for empty, equal values sharing one string object.
+
+    A column of lookups, picklist values or dates repeats a few values many times; the CSV reader makes a new
+    string per cell, so sharing them keeps a large object's frame a fraction of its size."""
+    codes, uniques = pd.factorize(np.asarray(cells, dtype=object), use_na_sentinel=False)
+    values = np.asarray(uniques, dtype=object)
+    values[values == ""] = None
+    return values.take(codes)

@@ -27,7 +27,7 @@ from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
 from generator.text.writers import make_writer
 from generator.world import build_world
-from schemas.gcpause import gc_paused
+from schemas.gcpause import gc_paused, release_freed_memory
 from schemas.graph import LoadPlan, load_plan
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
@@ -37,6 +37,8 @@ from schemas.textsim import NearDuplicateIndex
 T = TypeVar("T")
 Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
+# letting go of frames with this many rows in all gives their memory back to the system at once
+RELEASE_ROWS = 50_000
 
 
 def generation_plan(model: OrgModel) -> LoadPlan:
@@ -317,9 +319,12 @@ async def generate(
         persisted.update(complete)
         # A persisted frame that no object still to generate (or still waiting for a rule field) reads is
         # released: generation holds what later generators need, not the whole org.
-        for held in [n for n in ctx.frames if n in persisted]:
-            if readers.get(held, set()) <= persisted:
-                ctx.release(held)
+        let_go = [n for n in ctx.frames if n in persisted and readers.get(n, set()) <= persisted]
+        rows = sum(len(ctx.frames[n]) for n in let_go)
+        for held in let_go:
+            ctx.release(held)
+        if rows >= RELEASE_ROWS:
+            release_freed_memory()
         result.timings[name] = time.perf_counter() - t0
         progress.on_object_done(name, len(frame), result.timings[name])
     rule_fields.check_done()

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from orgs.bundle import Bundle
+from schemas.gcpause import release_freed_memory
 from schemas.model import OrgModel
 from schemas.profile import Profile
 from validators import integrity, rules, schema, text
@@ -30,6 +31,8 @@ from validators.load import BundleData, read_object
 Frames = dict[str, pd.DataFrame]
 
 # objects read by the checks that join several (besides the per-object ones), in the order they are visited
+# letting go of an object this large gives its memory back (validators' steps run with the collector paused)
+LARGE_ROWS = 50_000
 LARGE_ORDER = ("Order", "OrderItem", "Case", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
 
 
@@ -209,8 +212,11 @@ def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
         t = time.perf_counter()
         findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
         timings[step.family] += time.perf_counter() - t
-        for name in [n for n in frames if last.get(n, -1) <= i]:
+        done = [n for n in frames if last.get(n, -1) <= i]
+        for name in done:
             del frames[name]
+        if any(objects.get(n, 0) >= LARGE_ROWS for n in done):
+            release_freed_memory()
     for spec in data.model:  # an object no step reads is still read, so a broken CSV is still reported
         if spec.name not in attempted:
             attempted.add(spec.name)

@@ -90,6 +90,7 @@ def _word_hash(word: str) -> int:
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
+MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into the distinct ones
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -213,8 +214,11 @@ class NearDuplicateIndex:
             return []
         focus_set = None if focus is None else set(focus)
         stride = len(self.rows) + 1
-        # candidate pairs packed as lo * stride + hi, merged band by band (memory: the distinct candidates)
+        # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
+        # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
         packed = np.zeros(0, dtype=np.int64)
+        pending: list[np.ndarray] = []
+        waiting = 0
         sig = self.sig[live]
         for band in range(BANDS):
             # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
@@ -237,17 +241,21 @@ class NearDuplicateIndex:
             sizes = np.diff(np.concatenate((starts, [len(order)])))
             group = np.repeat(np.arange(len(starts)), sizes)
             big = sizes > 64
-            merged: list[np.ndarray] = [packed]
             for d in range(1, int(min(sizes.max(), 65))):
                 same = group[d:] == group[:-d]
                 same &= ~big[group[d:]]
                 k = np.flatnonzero(same)
-                merged.append(_pack(band_live[order[k]], band_live[order[k + d]], stride))
+                pending.append(_pack(band_live[order[k]], band_live[order[k + d]], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 members = band_live[order[a : a + size]]
                 ii, jj = np.triu_indices(size, k=1)
-                merged.append(_pack(members[ii], members[jj], stride))
-            packed = _unique(np.concatenate(merged))
+                pending.append(_pack(members[ii], members[jj], stride))
+            waiting = sum(len(c) for c in pending)
+            if waiting >= MERGE_PENDING:
+                packed = _unique(np.concatenate([packed, *pending]))
+                pending, waiting = [], 0
+        if pending:
+            packed = _unique(np.concatenate([packed, *pending]))
         if not len(packed):
             return []
         lo, hi = packed // stride, packed % stride

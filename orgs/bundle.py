@@ -1025,12 +1025,21 @@ def read_csv_lines(
     return frame
 
 
-def _compact(cells: Sequence[str]) -> np.ndarray:
+def _compact(column: Sequence[str]) -> np.ndarray:
     """One column's cells as an object array, None for empty, equal values sharing one string object.
 
     A column of lookups, picklist values or dates repeats a few values many times; the CSV reader makes a new
-    string per cell, so sharing them keeps a large object's frame a fraction of its size."""
-    codes, uniques = pd.factorize(np.asarray(cells, dtype=object), use_na_sentinel=False)
+    string per cell, so sharing them keeps a large object's frame a fraction of its size. A column whose first
+    COMPACT_SAMPLE cells are nearly all distinct (ids, free text) has nothing to share and is not hashed."""
+    cells = np.asarray(column, dtype=object)
+    sample = cells[:COMPACT_SAMPLE].tolist()
+    if len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample):
+        cells[cells == ""] = None
+        return cells
+    codes, uniques = pd.factorize(cells, use_na_sentinel=False)
     values = np.asarray(uniques, dtype=object)
     values[values == ""] = None
     return values.take(codes)
+
+
+COMPACT_SAMPLE = 1024

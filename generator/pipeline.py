@@ -27,15 +27,18 @@ from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
 from generator.text.writers import make_writer
 from generator.world import build_world
-from schemas.gcpause import gc_paused
+from schemas.gcpause import gc_paused, release_freed_memory
 from schemas.graph import LoadPlan, load_plan
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
+from schemas.rules import needs
 from schemas.textsim import NearDuplicateIndex
 
 T = TypeVar("T")
 Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
+# letting go of frames with this many rows in all gives their memory back to the system at once
+RELEASE_ROWS = 50_000
 
 
 def generation_plan(model: OrgModel) -> LoadPlan:
@@ -49,6 +52,19 @@ def generation_plan(model: OrgModel) -> LoadPlan:
         )
     after = {o.name: [dep for dep in GENERATORS[o.name].after if model.has(dep)] for o in model}
     return load_plan(model, after=after, deferrable=lambda f: f.rule is not None)
+
+
+def frames_read(model: OrgModel, sobject: str, earlier: Sequence[str]) -> set[str]:
+    """The other objects' frames generating `sobject` may read: what its generator declares (`reads`; all of
+    `earlier` when it declares nothing), its `after`, its lookups' targets, and the columns its rule fields
+    read (schemas/rules.py `needs`)."""
+    gen = GENERATORS[sobject]
+    spec = model.get(sobject)
+    out = set(earlier if gen.reads is None else gen.reads) | set(gen.after)
+    out |= {t for f in spec.lookups for t in f.reference_to}
+    out |= {h.sobject for f in spec.rule_fields for h in needs(model, sobject, f)}
+    out.discard(sobject)
+    return out
 
 
 def generation_order(model: OrgModel) -> list[str]:
@@ -125,16 +141,18 @@ class RunContext:
         if writer is not None:
             await writer.aclose()
 
-    def load_frames(self) -> None:
-        """Read the frames the run has persisted in its work folder (a worker process that did not make them)."""
+    def load_frames(self, sobject: str) -> None:
+        """Hold the frames generating `sobject` reads, read from the run's work folder (a worker process that
+        did not make them), and only those: a worker's memory is bounded by one object's inputs."""
+        order = generation_order(self.build.model)
+        earlier = order[: order.index(sobject)]
+        wanted = frames_read(self.build.model, sobject, earlier) & set(earlier)
+        for name in [n for n in self.build.frames if n not in wanted and n != f"{sobject}:structured"]:
+            del self.build.frames[name]
         work = self.root / WORK_DIR
-        for name in generation_order(self.build.model):
-            if name in self.build.frames:
-                continue
-            path = work / f"{name}.pkl"
-            if not path.exists():
-                break
-            self.build.frames[name] = pd.read_pickle(path)
+        for name in earlier:
+            if name in wanted and name not in self.build.frames:
+                self.build.frames[name] = pd.read_pickle(work / f"{name}.pkl")
 
     def requests_for(self, sobject: str) -> list[TextRequest]:
         reqs = self.text_requests.get(sobject)
@@ -184,7 +202,7 @@ def run_shard_sync(job: ShardJob, rc: RunContext | None = None) -> Any:
     building process) or in this worker process's own (`worker_context`)."""
     if rc is None:
         rc = worker_context(job.root, job.run)
-        rc.load_frames()
+        rc.load_frames(job.sobject)
     if job.stage == "structured":
         return run_structured_shard(job, rc)
     return asyncio.run(run_text_shard(job, rc))
@@ -251,6 +269,11 @@ async def generate(
     order = generation_order(ctx.model)
     result = GenerationResult(rc=rc, order=order)
     rule_fields = RuleFields(ctx)
+    readers: dict[str, set[str]] = {}  # object -> the objects whose generation reads its frame
+    for i, name in enumerate(order):
+        for source in frames_read(ctx.model, name, order[:i]):
+            readers.setdefault(source, set()).add(name)
+    persisted: set[str] = set()
     for name in order:
         t0 = time.perf_counter()
         gen = GENERATORS[name]
@@ -293,6 +316,15 @@ async def generate(
             maybe = persist(done, ctx.frames[done])
             if maybe is not None:
                 await maybe
+        persisted.update(complete)
+        # A persisted frame that no object still to generate (or still waiting for a rule field) reads is
+        # released: generation holds what later generators need, not the whole org.
+        let_go = [n for n in ctx.frames if n in persisted and readers.get(n, set()) <= persisted]
+        rows = sum(len(ctx.frames[n]) for n in let_go)
+        for held in let_go:
+            ctx.release(held)
+        if rows >= RELEASE_ROWS:
+            release_freed_memory()
         result.timings[name] = time.perf_counter() - t0
         progress.on_object_done(name, len(frame), result.timings[name])
     rule_fields.check_done()

@@ -36,7 +36,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -409,6 +409,76 @@ def check_complete(manifest: dict[str, Any], path: Path) -> None:
         )
 
 
+WRITE_ROWS = 50_000  # rows formatted and written at a time
+
+
+class _PartWriter:
+    """Rows grouped in order into part files of at most `limit` bytes with the header, as `split_rows` groups
+    them, each written (via a temporary file) as its rows arrive; a row too large for any part is a part of
+    its own."""
+
+    def __init__(self, bundle: Bundle, sobject: str, header: bytes, limit: int) -> None:
+        self.bundle, self.sobject, self.header, self.limit = bundle, sobject, header, limit
+        self.done: list[FileEntry] = []
+        self._file: io.BufferedWriter | None = None
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self._rows = 0
+
+    def _open(self) -> io.BufferedWriter:
+        if len(self.done) + 1 > MAX_PARTS:
+            raise BundleError(
+                f"{self.sobject} would need more than {MAX_PARTS:,} parts of {self.limit:,} bytes; choose a "
+                "larger part size.",
+                sobject=self.sobject,
+            )
+        path = self.bundle.root / part_rel(self.sobject, len(self.done) + 1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path.with_suffix(path.suffix + ".tmp"), "wb")  # noqa: SIM115 (closed in _finish)
+        self._file.write(self.header)
+        self._hash = hashlib.sha256(self.header)
+        self._size, self._rows = len(self.header), 0
+        return self._file
+
+    def add(self, rows: list[bytes]) -> None:
+        pending: list[bytes] = []
+        for row in rows:
+            if self._file is None:
+                self._open()
+            elif self._rows and self._size + len(row) > self.limit:
+                self._write(pending)
+                pending = []
+                self._finish()
+                self._open()
+            pending.append(row)
+            self._size += len(row)
+            self._rows += 1
+        self._write(pending)
+
+    def _write(self, rows: list[bytes]) -> None:
+        if rows and self._file is not None:
+            data = b"".join(rows)
+            self._file.write(data)
+            self._hash.update(data)
+
+    def _finish(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        rel = part_rel(self.sobject, len(self.done) + 1)
+        path = self.bundle.root / rel
+        os.replace(path.with_suffix(path.suffix + ".tmp"), path)
+        self.done.append(FileEntry(rel, self._hash.hexdigest(), self._size, self._rows))
+        self._file = None
+
+    def close(self) -> list[FileEntry]:
+        """Finish the last part (a header-only part when there were no rows); every part written."""
+        if self._file is None and not self.done:
+            self._open()
+        if self._file is not None:
+            self._finish()
+        return self.done
+
+
 class Bundle:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
@@ -527,11 +597,12 @@ class Bundle:
     ) -> tuple[FileEntry, FileEntry | None]:
         """Write data/<Object>.csv — or, when it would pass `part_bytes`, data/<Object>/part-NNNNN.csv (see
         the module's docstring) — and, when the frame has latent columns, latent/<Object>.csv. The data entry
-        of a parted object is its logical entry, with the parts in `parts`."""
-        data = format_frame(spec, frame)
-        lines = _csv_lines(data)
-        whole = "".join(lines).encode("utf-8")
-        entry = self._write_data(spec.name, whole, lines, len(data), part_bytes)
+        of a parted object is its logical entry, with the parts in `parts`.
+
+        Rows are formatted and written WRITE_ROWS at a time, so the CSV text of the whole object is never in
+        memory; the bytes are those of formatting the whole frame at once."""
+        format_frame(spec, frame.iloc[:0])  # refuses missing or unknown fields before anything is written
+        entry = self._write_data(spec, frame, part_bytes)
         latent_entry = None
         if any(str(c).startswith("_") for c in frame.columns):
             latent = _latent_frame(frame)
@@ -539,9 +610,8 @@ class Bundle:
             latent_entry = FileEntry(latent_entry.path, latent_entry.sha256, latent_entry.bytes, len(latent))
         return entry, latent_entry
 
-    def _write_data(
-        self, sobject: str, whole: bytes, lines: list[str], rows: int, part_bytes: int
-    ) -> FileEntry:
+    def _write_data(self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int) -> FileEntry:
+        sobject = spec.name
         single = self.data_path(sobject)
         folder = self.root / "data" / sobject
         # a staged folder may hold the other layout from an earlier attempt (orgseed's own files only)
@@ -549,28 +619,30 @@ class Bundle:
             for old in folder.iterdir():
                 if PART_RE.fullmatch(old.name) and old.is_file():
                     old.unlink()
-        if len(whole) <= part_bytes:
+        header = _csv_lines(format_frame(spec, frame.iloc[:0]))[0].encode("utf-8")
+        parts = _PartWriter(self, sobject, header, part_bytes)
+        whole = hashlib.sha256(header)
+        total = len(header)
+        for start in range(0, len(frame), WRITE_ROWS):
+            rows = [
+                line.encode("utf-8")
+                for line in _csv_lines(format_frame(spec, frame.iloc[start : start + WRITE_ROWS]))[1:]
+            ]
+            for row in rows:
+                whole.update(row)
+                total += len(row)
+            parts.add(rows)
+        written = parts.close()
+        if total <= part_bytes:  # one part holding everything: the object's single file
+            if single.is_symlink():
+                single.unlink()
+            os.replace(self.root / written[0].path, single)
             if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
                 folder.rmdir()
-            entry = self._write_bytes(f"data/{sobject}.csv", whole)
-            return FileEntry(entry.path, entry.sha256, entry.bytes, rows)
+            return FileEntry(f"data/{sobject}.csv", written[0].sha256, written[0].bytes, len(frame))
         if single.is_file() and not single.is_symlink():
             single.unlink()
-        header = lines[0].encode("utf-8")
-        groups = split_rows(header, [line.encode("utf-8") for line in lines[1:]], part_bytes)
-        if len(groups) > MAX_PARTS:
-            raise BundleError(
-                f"{sobject} would need {len(groups):,} parts of {part_bytes:,} bytes (at most {MAX_PARTS:,}); "
-                "choose a larger part size.",
-                sobject=sobject,
-            )
-        parts = []
-        for number, group in enumerate(groups, start=1):
-            part = self._write_bytes(part_rel(sobject, number), header + b"".join(group))
-            parts.append(FileEntry(part.path, part.sha256, part.bytes, len(group)))
-        return FileEntry(
-            f"data/{sobject}.csv", hashlib.sha256(whole).hexdigest(), len(whole), rows, tuple(parts)
-        )
+        return FileEntry(f"data/{sobject}.csv", whole.hexdigest(), total, len(frame), tuple(written))
 
     def write_frame(self, rel: str, frame: pd.DataFrame) -> FileEntry:
         f = frame.copy()
@@ -985,8 +1057,31 @@ def read_csv_lines(
             )
         rows.append(row)
         lines.append(start_line)
-    frame = pd.DataFrame(rows, columns=header, dtype=object)
-    frame = frame.where(frame != "", None)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
+    del rows
+    frame = pd.DataFrame({i: _compact(col) for i, col in enumerate(columns)}, dtype=object)
+    del columns
+    frame.columns = pd.Index(header, dtype=object)
     frame["_line"] = lines
     frame.attrs["lines"] = reader.line_num  # the file's physical lines (how parts' lines are numbered on)
     return frame
+
+
+def _compact(column: Sequence[str]) -> np.ndarray:
+    """One column's cells as an object array, None for empty, equal values sharing one string object.
+
+    A column of lookups, picklist values or dates repeats a few values many times; the CSV reader makes a new
+    string per cell, so sharing them keeps a large object's frame a fraction of its size. A column whose first
+    COMPACT_SAMPLE cells are nearly all distinct (ids, free text) has nothing to share and is not hashed."""
+    cells = np.asarray(column, dtype=object)
+    sample = cells[:COMPACT_SAMPLE].tolist()
+    if len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample):
+        cells[cells == ""] = None
+        return cells
+    codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+    values = np.asarray(uniques, dtype=object)
+    values[values == ""] = None
+    return values.take(codes)
+
+
+COMPACT_SAMPLE = 1024

@@ -13,9 +13,11 @@ collector on. The pause is process-wide; nesting and concurrent use only ever re
 
 from __future__ import annotations
 
+import ctypes
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -27,3 +29,25 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def release_freed_memory() -> None:
+    """Collect unreachable cycles now (also while paused) and hand the C heap's free pages back to the system
+    (glibc `malloc_trim`; nothing elsewhere): called after a stage lets go of a large table, so the next one
+    starts from what is live rather than from the last one's high-water mark."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: list[Any] = []
+
+
+def _malloc_trim() -> Any:
+    if not _TRIM:
+        try:
+            _TRIM.append(ctypes.CDLL("libc.so.6").malloc_trim)
+        except (OSError, AttributeError):
+            _TRIM.append(None)
+    return _TRIM[0]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -82,12 +83,14 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
-def _word_hashes(words: list[str]) -> np.ndarray:
-    """A fixed 64-bit hash per word (BLAKE2b), computed once per distinct word and kept for the process."""
-    cache = _WORD_HASH
-    for w in set(words).difference(cache):
-        cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
-    return np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
+def _word_hash(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+
+
+# Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
+# by the batch, not by all the texts (which at scale 100 hold millions of words).
+BATCH_TEXTS = 4096
+MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into the distinct ones
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -96,32 +99,56 @@ def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]
     The hash of a shingle is a fixed function of its words' hashes and of how many words it has, so two
     shingles get the same hash exactly when they are the same words (up to a 64-bit collision: with a million
     distinct shingles the chance that any two collide is below 10⁻⁷). Repeats within a text are kept; sets
-    drop them.
+    drop them. Each word's hash (BLAKE2b, 64 bits) is computed once per distinct word and kept for the process;
+    texts are hashed in batches of BATCH_TEXTS, each text's shingles depending on that text alone.
     """
-    words: list[str] = []
+    parts: list[np.ndarray] = []
     counts = np.zeros(len(texts), dtype=np.int64)
-    for i, text in enumerate(texts):
-        if text:
-            found = WORD.findall(text.lower())
-            words.extend(found)
-            counts[i] = len(found)
-    n = len(words)
+    for lo in range(0, len(texts), BATCH_TEXTS):
+        hi = min(len(texts), lo + BATCH_TEXTS)
+        parts.append(_batch_hashes(texts, lo, hi, counts))
     per_text = np.where(counts >= 3, counts - 2, np.minimum(counts, 1))
     offsets = np.concatenate(([0], np.cumsum(per_text)))
-    if not n:
+    if not parts:
         return np.zeros(0, dtype=np.uint64), offsets
-    h = np.concatenate((_word_hashes(words), np.zeros(2, dtype=np.uint64)))
-    owner = np.repeat(np.arange(len(texts)), counts)
-    length = counts[owner]
-    position = np.arange(n) - (np.cumsum(counts) - counts)[owner]
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), offsets
+
+
+def _batch_hashes(texts: Sequence[str | None], lo: int, hi: int, counts: np.ndarray) -> np.ndarray:
+    """The shingle hashes of texts[lo:hi], in order; fills counts[lo:hi] with each text's word count."""
+    cache = _WORD_HASH
+    words = array("Q")
+    for i in range(lo, hi):
+        text = texts[i]
+        if text:
+            found = WORD.findall(text.lower())
+            for w in set(found).difference(cache):
+                cache[w] = _word_hash(w)
+            words.extend(map(cache.__getitem__, found))
+            counts[i] = len(found)
+    n = len(words)
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    h = np.concatenate((np.frombuffer(words, dtype=np.uint64), np.zeros(2, dtype=np.uint64)))
+    del words
+    batch = counts[lo:hi]
+    owner = np.repeat(np.arange(hi - lo), batch)
+    length = batch[owner]
+    position = np.arange(n) - (np.cumsum(batch) - batch)[owner]
     starts = (position <= length - 3) | ((position == 0) & (length < 3))
+    del owner, position
     size = np.minimum(length, 3).astype(np.uint64)
     with np.errstate(over="ignore"):
         s = (size ^ h[:n]) * _MIX[0]
         s = (s ^ np.where(length >= 2, h[1 : n + 1], np.uint64(0))) * _MIX[1]
         s = (s ^ np.where(length >= 3, h[2 : n + 2], np.uint64(0))) * _MIX[2]
     s ^= s >> np.uint64(31)
-    return s[starts], offsets
+    return s[starts]
+
+
+def _pack(i: np.ndarray, j: np.ndarray, stride: int) -> np.ndarray:
+    """Pairs (i, j) as min * stride + max."""
+    return np.minimum(i, j).astype(np.int64) * stride + np.maximum(i, j)
 
 
 class NearDuplicateIndex:
@@ -131,9 +158,12 @@ class NearDuplicateIndex:
         self.threshold = threshold
         hashes, offsets = shingle_hashes(texts)
         self.rows: list[np.ndarray] = np.split(hashes, offsets[1:-1]) if len(texts) else []
-        self._sets: dict[int, frozenset[int]] = {}
+        self._sets: dict[int, np.ndarray] = {}  # row -> its distinct shingle hashes, sorted
         self.sig = np.zeros((len(texts), WIDTH), dtype=np.uint64)
-        self._sign(np.arange(len(texts)), hashes, np.diff(offsets))
+        lengths = np.diff(offsets)
+        for lo in range(0, len(texts), BATCH_TEXTS):  # a row's signature depends on its shingles alone
+            hi = min(len(texts), lo + BATCH_TEXTS)
+            self._sign(np.arange(lo, hi), hashes[offsets[lo] : offsets[hi]], lengths[lo:hi])
 
     def _sign(self, rows: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> None:
         """OPH signatures of `rows`, whose shingle hashes are `hashes` in row order, `lengths` per row."""
@@ -155,10 +185,21 @@ class NearDuplicateIndex:
         self.sig[rows] = sig
 
     def shingle_set(self, row: int) -> frozenset[int]:
+        return frozenset(self._distinct(row).tolist())
+
+    def _distinct(self, row: int) -> np.ndarray:
         got = self._sets.get(row)
         if got is None:
-            got = self._sets[row] = frozenset(self.rows[row].tolist())
+            got = self._sets[row] = _unique(self.rows[row])
         return got
+
+    def similarity(self, a: int, b: int) -> float:
+        """The Jaccard similarity of rows a and b's shingle sets (`jaccard` of `shingle_set`s, on sorted arrays)."""
+        sa, sb = self._distinct(a), self._distinct(b)
+        if not len(sa) and not len(sb):
+            return 1.0
+        both = len(np.intersect1d(sa, sb, assume_unique=True))
+        return both / (len(sa) + len(sb) - both)
 
     def replace(self, row: int, text: str | None) -> None:
         hashes, _ = shingle_hashes([text])
@@ -172,8 +213,12 @@ class NearDuplicateIndex:
         if len(live) < 2:
             return []
         focus_set = None if focus is None else set(focus)
-        cand_i: list[np.ndarray] = []
-        cand_j: list[np.ndarray] = []
+        stride = len(self.rows) + 1
+        # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
+        # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
+        packed = np.zeros(0, dtype=np.int64)
+        pending: list[np.ndarray] = []
+        waiting = 0
         sig = self.sig[live]
         for band in range(BANDS):
             # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
@@ -200,21 +245,20 @@ class NearDuplicateIndex:
                 same = group[d:] == group[:-d]
                 same &= ~big[group[d:]]
                 k = np.flatnonzero(same)
-                cand_i.append(band_live[order[k]])
-                cand_j.append(band_live[order[k + d]])
+                pending.append(_pack(band_live[order[k]], band_live[order[k + d]], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 members = band_live[order[a : a + size]]
                 ii, jj = np.triu_indices(size, k=1)
-                cand_i.append(members[ii])
-                cand_j.append(members[jj])
-        if not cand_i:
+                pending.append(_pack(members[ii], members[jj], stride))
+            waiting = sum(len(c) for c in pending)
+            if waiting >= MERGE_PENDING:
+                packed = _unique(np.concatenate([packed, *pending]))
+                pending, waiting = [], 0
+        if pending:
+            packed = _unique(np.concatenate([packed, *pending]))
+        if not len(packed):
             return []
-        ci, cj = np.concatenate(cand_i), np.concatenate(cand_j)
-        if not len(ci):
-            return []
-        lo, hi = np.minimum(ci, cj), np.maximum(ci, cj)
-        packed = _unique(lo * (len(self.rows) + 1) + hi)
-        lo, hi = packed // (len(self.rows) + 1), packed % (len(self.rows) + 1)
+        lo, hi = packed // stride, packed % stride
         if focus_set is not None:
             marks = np.zeros(len(self.rows), dtype=bool)
             marks[list(focus_set)] = True
@@ -230,7 +274,7 @@ class NearDuplicateIndex:
         for a, b in zip(
             lo[agree >= MIN_AGREEMENT].tolist(), hi[agree >= MIN_AGREEMENT].tolist(), strict=True
         ):
-            sim = jaccard(self.shingle_set(a), self.shingle_set(b))
+            sim = self.similarity(a, b)
             if sim >= self.threshold:
                 out.append((a, b, round(sim, 4)))
         return sorted(out)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from orgs.bundle import Bundle, BundleError, load_json_bounded, read_csv_lines, read_text_regular, sha256_file
 from schemas.errors import OrgseedError
-from schemas.model import OrgModel, load_model
+from schemas.model import ObjectSpec, OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from validators.findings import Finding, finding
 
@@ -66,8 +66,13 @@ class BundleData:
 
 
 def load_bundle(
-    root: Path | str, profile: str | Profile | None = None, model: OrgModel | None = None
+    root: Path | str,
+    profile: str | Profile | None = None,
+    model: OrgModel | None = None,
+    objects: bool = True,
 ) -> BundleData:
+    """The bundle at `root` as the checks read it; with `objects=False` everything but the objects' data
+    (read them one at a time with `read_object`)."""
     root = Path(root)
     bundle = Bundle(root)
     data = BundleData(root=root, model=model or load_model(), bundle=bundle)
@@ -80,19 +85,11 @@ def load_bundle(
         return data
     data.problems.extend(_check_files(root, data.manifest))
     data.profile = _resolve_profile(data, profile)
-    for spec in data.model:
-        try:
-            data.raw[spec.name] = bundle.read_raw(spec.name, spec)
-        except BundleError as exc:
-            data.problems.append(
-                finding(
-                    "bundle.csv",
-                    str(exc),
-                    object=spec.name,
-                    file=_relative(root, getattr(exc, "file", None)) or data.data_file(spec.name),
-                    line=getattr(exc, "line", None),
-                )
-            )
+    if objects:
+        for spec in data.model:
+            frame = read_object(data, bundle, spec)
+            if frame is not None:
+                data.raw[spec.name] = frame
     for name in LATENT_OBJECTS:
         path = root / data.latent_file(name)
         if not path.exists():
@@ -130,6 +127,24 @@ def load_bundle(
                     )
                 )
     return data
+
+
+def read_object(data: BundleData, bundle: Bundle, spec: ObjectSpec) -> pd.DataFrame | None:
+    """data/<Object>.csv (or its parts) as `BundleData.raw` holds it; None, with a `bundle.csv` finding in
+    `data.problems` naming the file and line, when it cannot be read."""
+    try:
+        return bundle.read_raw(spec.name, spec)
+    except BundleError as exc:
+        data.problems.append(
+            finding(
+                "bundle.csv",
+                str(exc),
+                object=spec.name,
+                file=_relative(data.root, getattr(exc, "file", None)) or data.data_file(spec.name),
+                line=getattr(exc, "line", None),
+            )
+        )
+        return None
 
 
 def _relative(root: Path, file: str | None) -> str | None:

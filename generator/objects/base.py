@@ -38,9 +38,24 @@ class BuildContext:
     scale: float
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     plans: dict[str, Any] = field(default_factory=dict)
+    # objects whose frames were let go once no object still to generate reads them (memory bounded by what
+    # later generators need, not by the org)
+    released: set[str] = field(default_factory=set)
 
     def frame(self, name: str) -> pd.DataFrame:
+        if name not in self.frames and name in self.released:
+            raise KeyError(
+                f"the {name} frame was released once no generator still to run declared it in `reads`; "
+                f"add {name!r} to the `reads` of the generator that needs it (generator/objects/)."
+            )
         return self.frames[name]
+
+    def release(self, name: str) -> None:
+        """Let go of `name`'s frame (and its plans): nothing still to generate reads it."""
+        self.frames.pop(name, None)
+        for key in [k for k in self.plans if k.split(".", 1)[0] == name]:
+            del self.plans[key]
+        self.released.add(name)
 
     def rng(self, *parts: object) -> np.random.Generator:
         return np_rng(self.seed, *parts)
@@ -61,6 +76,9 @@ class BuildContext:
 class ObjectGenerator:
     sobject: ClassVar[str]
     after: ClassVar[tuple[str, ...]] = ()  # non-lookup dependencies (generation needs their frames)
+    # the other objects' frames this generator reads (blocks, finalize, texts); None: any earlier frame. A frame
+    # no generator still to run reads is released during generation (generator/pipeline.py).
+    reads: ClassVar[tuple[str, ...] | None] = None
     block_size: ClassVar[int] = 1024
     sort_by: ClassVar[tuple[str, ...]] = ()
     text_kind: ClassVar[TextKind | None] = None

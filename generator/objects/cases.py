@@ -41,6 +41,7 @@ def _secs(x: np.ndarray) -> np.ndarray:
 
 class CaseGenerator(ObjectGenerator):
     sobject = "Case"
+    reads = ("Account", "Contact", "Issue__c", "Order", "OrderItem", "Product2", "User")
     after = ("Product2", "Knowledge__kav", "Issue__c")
     block_size = 512
     sort_by = ("CreatedDate", "_item")
@@ -349,6 +350,7 @@ class CaseGenerator(ObjectGenerator):
 
 class CaseHistoryGenerator(ObjectGenerator):
     sobject = "CaseHistory__c"
+    reads = ("Case", "User")
     block_size = 1024  # cases per block
     sort_by = ("CreatedDate", "_case", "_seq")
 

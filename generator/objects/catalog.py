@@ -18,6 +18,7 @@ from generator.world import MONTH_NAMES
 
 class ProductCategoryGenerator(ObjectGenerator):
     sobject = "ProductCategory"
+    reads = ()
     block_size = 100_000
     text_kind = TextKind.CATEGORY
 
@@ -44,6 +45,7 @@ class ProductCategoryGenerator(ObjectGenerator):
 
 class Product2Generator(ObjectGenerator):
     sobject = "Product2"
+    reads = ()
     block_size = 1024
     text_kind = TextKind.PRODUCT
     dedup_fields = ("Description",)
@@ -99,6 +101,7 @@ class Product2Generator(ObjectGenerator):
 
 class ProductCategoryProductGenerator(ObjectGenerator):
     sobject = "ProductCategoryProduct"
+    reads = ("Product2", "ProductCategory")
     block_size = 100_000
 
     def units(self, ctx: BuildContext) -> int:
@@ -134,6 +137,7 @@ class Pricebook2Generator(ObjectGenerator):
     """The standard price book plus seasonal books that tile the time span."""
 
     sobject = "Pricebook2"
+    reads = ()
     block_size = 100_000
 
     def units(self, ctx: BuildContext) -> int:
@@ -195,6 +199,7 @@ class PricebookEntryGenerator(ObjectGenerator):
     """Every product in the standard book; seasonal books carry a share of the products."""
 
     sobject = "PricebookEntry"
+    reads = ("Pricebook2", "Product2")
     block_size = 4  # price books per block
 
     def units(self, ctx: BuildContext) -> int:
@@ -248,6 +253,7 @@ class PricebookEntryGenerator(ObjectGenerator):
 
 class IssueGenerator(ObjectGenerator):
     sobject = "Issue__c"
+    reads = ()
     block_size = 100_000
     text_kind = TextKind.ISSUE
 
@@ -278,6 +284,7 @@ def url_slug(text: str) -> str:
 
 class KnowledgeGenerator(ObjectGenerator):
     sobject = "Knowledge__kav"
+    reads = ("Issue__c",)
     after = ("Issue__c",)
     block_size = 100_000
     text_kind = TextKind.KNOWLEDGE

@@ -46,6 +46,7 @@ def offer_facts(ctx: BuildContext, remedy: str) -> dict[str, Any]:
 
 class EmailMessageGenerator(ObjectGenerator):
     sobject = "EmailMessage"
+    reads = ("Case", "Contact", "Issue__c", "Product2", "User")
     block_size = 512  # cases per block
     sort_by = ("MessageDate", "_case", "_seq")
     text_kind = TextKind.EMAIL_THREAD
@@ -281,6 +282,7 @@ class EmailMessageGenerator(ObjectGenerator):
 
 class LiveChatTranscriptGenerator(ObjectGenerator):
     sobject = "LiveChatTranscript"
+    reads = ("Case", "Contact", "Product2", "User")
     block_size = 1024
     sort_by = ("StartTime", "_case")
     text_kind = TextKind.CHAT

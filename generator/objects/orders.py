@@ -24,6 +24,7 @@ def span_months(ctx: BuildContext) -> np.ndarray:
 
 class OrderGenerator(ObjectGenerator):
     sobject = "Order"
+    reads = ("Account", "Pricebook2")
     block_size = 256  # customers per block
     sort_by = ("EffectiveDate", "_customer", "_seq")
 
@@ -107,6 +108,7 @@ class OrderGenerator(ObjectGenerator):
 
 class OrderItemGenerator(ObjectGenerator):
     sobject = "OrderItem"
+    reads = ("Order", "Pricebook2", "PricebookEntry", "Product2")
     block_size = 1024  # orders per block
     sort_by = ("_order", "_line")
 

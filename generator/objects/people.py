@@ -30,6 +30,7 @@ def _unique(values: list[str], make_variant: object) -> list[str]:
 
 class UserGenerator(ObjectGenerator):
     sobject = "User"
+    reads = ()
     block_size = 100_000  # users are few; one block keeps their names unique by construction
 
     def units(self, ctx: BuildContext) -> int:
@@ -82,6 +83,7 @@ class UserGenerator(ObjectGenerator):
 
 class AccountGenerator(ObjectGenerator):
     sobject = "Account"
+    reads = ()
     block_size = 1024
 
     def units(self, ctx: BuildContext) -> int:
@@ -142,6 +144,7 @@ class ContactGenerator(ObjectGenerator):
     """The person contact of every account: same person, same email; owned by an agent."""
 
     sobject = "Contact"
+    reads = ("Account", "User")
     block_size = 1024
 
     def units(self, ctx: BuildContext) -> int:

@@ -1,0 +1,49 @@
+"""Generation holds only the frames later generators read: each object's frame is let go once every object
+that reads it is written, and a released frame read by mistake is a clear error, not a silent change."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from generator.objects import BuildContext
+from generator.pipeline import LocalExecutor, RunContext, RunSpec, generate, generation_order, make_context
+from schemas.model import load_model
+from tests.conftest import SMALL_PROFILE
+
+
+def test_frames_are_released_once_no_later_object_reads_them(tmp_path: Path) -> None:
+    model = load_model()
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    rc = RunContext(tmp_path, run, make_context(run, model))
+    held: dict[str, set[str]] = {}
+
+    def persist(name: str, frame: pd.DataFrame) -> None:
+        held[name] = {n for n in rc.build.frames if ":" not in n}
+
+    asyncio.run(generate(rc, LocalExecutor(), 2, persist))
+    order = generation_order(model)
+    assert set(held) == set(order)
+    # Emails, chats and history are about cases: the orders and their items (read by Case) are gone by then
+    # (LiveChatTranscript is the last object in the generation order, EmailMessage comes after CaseHistory__c).
+    for late in ("EmailMessage", "LiveChatTranscript"):
+        assert "OrderItem" not in held[late] and "Order" not in held[late]
+        assert "Case" in held[late]
+    # the orders are still there while Case is written: Case reads them
+    assert {"Order", "OrderItem"} <= held["Case"]
+    # after the last object nothing is held, and every object is recorded as released
+    assert [n for n in rc.build.frames if ":" not in n] == []
+    assert rc.build.released == set(order)
+
+
+def test_reading_a_released_frame_names_the_fix() -> None:
+    ctx = BuildContext(model=load_model(), profile=None, world=None, seed=0, scale=1.0)  # type: ignore[arg-type]
+    ctx.frames["Order"] = pd.DataFrame({"Id": ["801000000000001AAA"]})
+    ctx.plans["Order.per_customer"] = [1]
+    ctx.release("Order")
+    assert "Order" not in ctx.frames and ctx.plans == {}
+    with pytest.raises(KeyError, match=r"add 'Order' to the `reads`"):
+        ctx.frame("Order")

@@ -1,0 +1,231 @@
+"""Validation in steps, holding only the objects a step reads: memory bounded by a few objects, not the org.
+
+`check_schema`, `check_integrity`, `check_rules` and `check_text` read every object at once. Here the same
+checks run as a fixed sequence of steps, each naming the objects it reads; an object's CSV is read when the
+first step needs it and let go after the last one, so the whole org is never in memory at once (at most
+Case with its emails and chats, or the orders with their items). Each step calls the checks' own functions
+on just the objects it names, so the findings are exactly those of the whole-org checks (the tests compare
+both on the corruption fixtures).
+
+The sequence is ordered so that a large object's steps are contiguous: small objects first, then the orders,
+then Case with what reads it (chats, emails, history).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from orgs.bundle import Bundle
+from schemas.gcpause import release_freed_memory
+from schemas.model import OrgModel
+from schemas.profile import Profile
+from validators import integrity, rules, schema, text
+from validators.findings import Finding
+from validators.load import BundleData, read_object
+
+Frames = dict[str, pd.DataFrame]
+
+# objects read by the checks that join several (besides the per-object ones), in the order they are visited
+# letting go of an object this large gives its memory back (validators' steps run with the collector paused)
+LARGE_ROWS = 50_000
+LARGE_ORDER = ("Order", "OrderItem", "Case", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
+
+
+@dataclass
+class Step:
+    family: str  # the check family its time counts for: schema, integrity, rules, text
+    needs: tuple[str, ...]
+    run: Callable[[Frames], list[Finding]]
+
+
+@dataclass
+class _State:
+    data: BundleData
+    emit: Any = field(default_factory=rules._Emit)
+    cases: pd.DataFrame | None = None
+
+
+def _per_object(state: _State, name: str) -> list[Step]:
+    data, model = state.data, state.data.model
+    spec = model.get(name)
+    profile = data.profile
+
+    def time_span(fr: Frames) -> list[Finding]:
+        if profile is not None:
+            rules._time_span(fr, model, profile, state.emit)
+        return []
+
+    def ids(fr: Frames) -> list[Finding]:
+        frame = fr.get(name)
+        if frame is None:
+            return []
+        return [*integrity._ids(spec, frame), *integrity._unique(spec, frame)]
+
+    def texts(fr: Frames) -> list[Finding]:
+        return [
+            *text._presence(fr, model),
+            *text._controls(fr),
+            *text._doublings(fr),
+            *text.zero_prices(fr),
+            *text.near_duplicates(fr),
+        ]
+
+    targets = tuple(dict.fromkeys(t for f in spec.lookups for t in f.reference_to if model.has(t)))
+
+    def lookups(fr: Frames) -> list[Finding]:
+        frame = fr.get(name)
+        if frame is None:
+            return []
+        known = {t: set(fr[t]["Id"].dropna()) for t in (name, *targets) if t in fr}
+        return integrity._lookups(spec, frame, model, known)
+
+    steps = [
+        Step("schema", (name,), lambda fr: schema.check_schema(fr, model)),
+        Step("integrity", (name,), ids),
+        Step("integrity", (name, *targets), lookups),
+        Step("rules", (name,), time_span),
+        Step("text", (name,), texts),
+    ]
+    if profile is not None and name in profile.bounds:
+        for fname, bound in profile.bounds[name].items():
+            parent = spec.field(fname).reference_to[0]
+            steps.append(Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound)))
+    return steps
+
+
+def _cardinality(
+    model: OrgModel, profile: Profile, child: str, fname: str, bound: tuple[int, int]
+) -> Callable[[Frames], list[Finding]]:
+    """The cardinality check of one bound of the profile (`check_integrity` checks them all at once)."""
+    one = replace(profile, bounds={child: {fname: bound}})
+
+    def run(fr: Frames) -> list[Finding]:
+        return integrity._cardinality(fr, model, one)
+
+    return run
+
+
+def plan(state: _State) -> list[Step]:
+    """Every step, in the order they run."""
+    data, model = state.data, state.data.model
+    span_end = pd.Timestamp(data.profile.span.end_dt) if data.profile else None
+    emit = state.emit
+    large = [n for n in LARGE_ORDER if model.has(n)]
+    steps: list[Step] = []
+    for spec in model:
+        if spec.name not in large:
+            steps.extend(_per_object(state, spec.name))
+    steps.append(Step("text", ("Knowledge__kav",), lambda fr: text._policies(replace(data, raw=fr))))
+
+    def orders(fr: Frames) -> list[Finding]:
+        rules._orders(fr, emit)
+        return []
+
+    def cases(fr: Frames) -> list[Finding]:
+        if "Case" in fr:
+            state.cases = rules._cases(fr["Case"], span_end, emit)
+        return []
+
+    def with_cases(name: str, fn: Callable[[pd.DataFrame, pd.DataFrame, Any], None]) -> Step:
+        def run(fr: Frames) -> list[Finding]:
+            if state.cases is not None and name in fr:
+                fn(fr[name], state.cases, emit)
+            return []
+
+        return Step("rules", (name,), run)
+
+    def case_customer(fr: Frames) -> list[Finding]:
+        if state.cases is not None:
+            rules._case_customer(fr, state.cases, emit)
+        return []
+
+    def release_cases(fr: Frames) -> list[Finding]:
+        state.cases = None
+        return []
+
+    for name in large:
+        steps.extend(_per_object(state, name))
+        if name == "OrderItem":
+            steps.append(
+                Step("rules", ("Pricebook2", "PricebookEntry", "Order", "OrderItem", "Product2"), orders)
+            )
+        elif name == "Case":
+            steps.append(Step("rules", ("Case",), cases))
+            steps.append(Step("text", ("Case", "OrderItem", "Product2"), text._products))
+        elif name == "LiveChatTranscript":
+            steps.append(
+                Step("rules", ("Contact", "OrderItem", "Order", "LiveChatTranscript"), case_customer)
+            )
+            steps.append(with_cases(name, rules._chats))
+        elif name == "EmailMessage":
+            steps.append(with_cases(name, rules._emails))
+            steps.append(
+                Step(
+                    "text",
+                    ("Case", "Issue__c", "EmailMessage", "LiveChatTranscript"),
+                    lambda fr: text._offers(replace(data, raw=fr)),
+                )
+            )
+        elif name == "CaseHistory__c":
+            steps.append(with_cases(name, rules._history))
+    steps.append(Step("rules", (), release_cases))
+    return steps
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    objects: dict[str, int]  # the readable objects and their record counts
+    timings: dict[str, float]
+
+
+def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
+    """Every check of `check_schema`, `check_integrity`, `check_rules` and `check_text` on the bundle that
+    `data` describes (read without its objects), reading each object when a step first needs it and letting
+    it go after the last. Objects whose CSV cannot be read become `bundle.csv` findings in `data.problems`."""
+    state = _State(data)
+    steps = plan(state)
+    last: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        for name in step.needs:
+            last[name] = i
+    frames: Frames = {}
+    attempted: set[str] = set()
+    objects: dict[str, int] = {}
+    timings = {"load": 0.0, "schema": 0.0, "integrity": 0.0, "rules": 0.0, "text": 0.0}
+    findings: list[Finding] = []
+    for i, step in enumerate(steps):
+        for name in step.needs:
+            if name not in attempted and data.model.has(name):
+                attempted.add(name)
+                t = time.perf_counter()
+                frame = read_object(data, bundle, data.model.get(name))
+                timings["load"] += time.perf_counter() - t
+                if frame is not None:
+                    frames[name] = frame
+                    objects[name] = len(frame)
+        t = time.perf_counter()
+        findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
+        timings[step.family] += time.perf_counter() - t
+        done = [n for n in frames if last.get(n, -1) <= i]
+        for name in done:
+            del frames[name]
+        if any(objects.get(n, 0) >= LARGE_ROWS for n in done):
+            release_freed_memory()
+    for spec in data.model:  # an object no step reads is still read, so a broken CSV is still reported
+        if spec.name not in attempted:
+            attempted.add(spec.name)
+            frame = read_object(data, bundle, spec)
+            if frame is not None:
+                objects[spec.name] = len(frame)
+    findings.extend(state.emit.out)
+    return Outcome(
+        findings=findings,
+        objects={spec.name: objects[spec.name] for spec in data.model if spec.name in objects},
+        timings={k: round(v, 4) for k, v in timings.items()},
+    )

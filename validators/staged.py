@@ -71,6 +71,7 @@ def _per_object(state: _State, name: str) -> list[Step]:
             *text._presence(fr, model),
             *text._controls(fr),
             *text._doublings(fr),
+            *text._bare_articles(replace(data, raw=fr)),
             *text.zero_prices(fr),
             *text.near_duplicates(fr),
         ]

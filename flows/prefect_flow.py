@@ -35,14 +35,17 @@ def worth_retrying(task: Any, task_run: TaskRun, state: State[Any]) -> bool:
     return not isinstance(state.data, OrgseedError)
 
 
-@task(
-    name="shard",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    log_prints=False,
-    retries=RETRIES,
-    retry_condition_fn=worth_retrying,
-)
+# every task of the build: no result cache or persistence (the bundle is the result), retried as above
+TASK_OPTIONS: dict[str, Any] = {
+    "cache_policy": NO_CACHE,
+    "persist_result": False,
+    "log_prints": False,
+    "retries": RETRIES,
+    "retry_condition_fn": worth_retrying,
+}
+
+
+@task(name="shard", **TASK_OPTIONS)
 def shard_task(job: ShardJob, rc: RunContext | None = None) -> Any:
     return run_shard_sync(job, rc)
 
@@ -67,14 +70,7 @@ class PrefectExecutor:
         return await asyncio.to_thread(lambda: [f.result() for f in futures])
 
 
-@task(
-    name="stage",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    log_prints=False,
-    retries=RETRIES,
-    retry_condition_fn=worth_retrying,
-)
+@task(name="stage", **TASK_OPTIONS)
 async def stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     result = fn(*args)
     if inspect.isawaitable(result):
@@ -82,14 +78,7 @@ async def stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return result
 
 
-@task(
-    name="remote stage",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    log_prints=False,
-    retries=RETRIES,
-    retry_condition_fn=worth_retrying,
-)
+@task(name="remote stage", **TASK_OPTIONS)
 def remote_stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, str]:
     """A remote stage on whichever process the task runner chose: its result, and where it ran (the Dask
     worker's address, or "local" in the flow's process)."""

@@ -27,6 +27,7 @@ so a text the writer accepted cannot fail here.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,35 +163,45 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     return out
 
 
+def _free_texts(raw: dict[str, pd.DataFrame]) -> Iterator[tuple[FreeText, str, Any, str]]:
+    """(field spec, record id, line, text) for every written free text (`FREE_TEXT`) of the records in `raw`."""
+    for spec in FREE_TEXT:
+        frame = raw.get(spec.sobject)
+        if frame is None or spec.field not in frame.columns:
+            continue
+        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
+            if isinstance(text, str):
+                yield spec, rid, line, text
+
+
+def _text_finding(rule: str, spec: FreeText, rid: str, line: Any, message: str) -> Finding:
+    return finding(
+        rule,
+        message,
+        object=spec.sobject,
+        record=rid,
+        field=spec.field,
+        file=_file(spec.sobject),
+        line=line,
+    )
+
+
 def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     """Every free-text field (`FREE_TEXT`) of every record that doubles an article or determiner ("My the
     product", "The an XL", "a the"): one finding per record and field, quoting the first doubling."""
     out = []
-    for spec in FREE_TEXT:
-        frame = raw.get(spec.sobject)
-        if frame is None:
+    for spec, rid, line, text in _free_texts(raw):
+        found = fidelity.doublings(text)
+        if not found:
             continue
-        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
-            if not isinstance(text, str):
-                continue
-            found = fidelity.doublings(text)
-            if not found:
-                continue
-            at = fidelity.DOUBLING.search(text)
-            where = text[max(0, at.start() - 30) : at.end() + 30] if at else found[0]
-            out.append(
-                finding(
-                    "text.doubled-determiner",
-                    f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r} (in {where!r}"
-                    + (f", and {len(found) - 1} more" if len(found) > 1 else "")
-                    + "); fix the writer's template that produced it and rebuild.",
-                    object=spec.sobject,
-                    record=rid,
-                    field=spec.field,
-                    file=_file(spec.sobject),
-                    line=line,
-                )
-            )
+        at = fidelity.DOUBLING.search(text)
+        where = text[max(0, at.start() - 30) : at.end() + 30] if at else found[0]
+        message = (
+            f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r} (in {where!r}"
+            + (f", and {len(found) - 1} more" if len(found) > 1 else "")
+            + "); fix the writer's template that produced it and rebuild."
+        )
+        out.append(_text_finding("text.doubled-determiner", spec, rid, line, message))
     return out
 
 
@@ -201,52 +212,28 @@ def _bare_articles(data: BundleData) -> list[Finding]:
     if not phrases:
         return []
     out = []
-    for spec in FREE_TEXT:
-        frame = data.raw.get(spec.sobject)
-        if frame is None or spec.field not in frame.columns:
-            continue
-        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
-            found = bare_plurals(text, phrases) if isinstance(text, str) else []
-            if found:
-                out.append(
-                    finding(
-                        "text.article-before-plural",
-                        f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r}, an article before a plural "
-                        "or mass noun; fix the writer's template that produced it (schemas.textrules.indefinite) "
-                        "and rebuild.",
-                        object=spec.sobject,
-                        record=rid,
-                        field=spec.field,
-                        file=_file(spec.sobject),
-                        line=line,
-                    )
-                )
+    for spec, rid, line, text in _free_texts(data.raw):
+        found = bare_plurals(text, phrases)
+        if found:
+            message = (
+                f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r}, an article before a plural or mass "
+                "noun; fix the writer's template that produced it (schemas.textrules.indefinite) and rebuild."
+            )
+            out.append(_text_finding("text.article-before-plural", spec, rid, line, message))
     return out
 
 
 def zero_prices(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     """Every written text that states a purchase at no cost ("$0.00"): a template fed a missing price."""
     out = []
-    for spec in FREE_TEXT:
-        frame = raw.get(spec.sobject)
-        if frame is None or spec.field not in frame.columns:
-            continue
-        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
-            amount = zero_price(str(text)) if isinstance(text, str) else None
-            if amount:
-                out.append(
-                    finding(
-                        "text.zero-price",
-                        f"{spec.sobject} {rid}: `{spec.field}` says the item cost {amount}; nothing is sold "
-                        "for nothing, so the writer was given no price. Pass the order item's UnitPrice "
-                        "and rebuild.",
-                        object=spec.sobject,
-                        record=rid,
-                        field=spec.field,
-                        file=_file(spec.sobject),
-                        line=line,
-                    )
-                )
+    for spec, rid, line, text in _free_texts(raw):
+        amount = zero_price(text)
+        if amount:
+            message = (
+                f"{spec.sobject} {rid}: `{spec.field}` says the item cost {amount}; nothing is sold for nothing, "
+                "so the writer was given no price. Pass the order item's UnitPrice and rebuild."
+            )
+            out.append(_text_finding("text.zero-price", spec, rid, line, message))
     return out
 
 

@@ -12,7 +12,7 @@ instance's wording from a random stream of its own (seed, "voice", task), so the
 stay byte-identical and the answers are the same either way. Named-entity disambiguation is phrased by its
 sampler (the customer's description decides which instances are unambiguous).
 
-Monthly trend, top issue, best region and transfer count take their question from a bank of CRMArena-like
+Monthly trend, top issue, best region, transfer count and handle time take their question from a bank of CRMArena-like
 forms (yes/no and wh- questions, the window first or last), their window in one of its equivalent phrasings
 ("over the past 6 months", "in the last two quarters", "during the third quarter of 2021", "in the autumn of
 2021") and the product by its name, with or without "the"; a query another instance of the task already has
@@ -101,12 +101,11 @@ def _dated(inst: Instance, rng: random.Random, used: set[str]) -> None:
     _reworded(inst, rng, used)
 
 
-def _agent_policy(inst: Instance, rng: random.Random, used: set[str] | None) -> None:
+def _agent_policy(inst: Instance, rng: random.Random, used: set[str]) -> None:
     """Handle time and transfer count: CRMArena states their policies; orgseed's stays (today's date included).
-    Transfer count's question is reworded (`used`); handle time keeps its builder's five forms."""
+    The question is reworded from the task's bank, different from the task's other queries (`used`)."""
     inst.tail = TAILS[inst.task]
-    if used is not None:
-        _reworded(inst, rng, used)
+    _reworded(inst, rng, used)
 
 
 def _routing(inst: Instance, rng: random.Random) -> None:
@@ -122,9 +121,11 @@ def _knowledge(inst: Instance) -> None:
     inst.required = KNOWLEDGE_REQUIRED
 
 
-# -- Monthly trend, top issue, best region, transfer count: many phrasings (CRMArena's 116-130 distinct) ----
+# -- Monthly trend, top issue, best region, transfer count, handle time: many phrasings (CRMArena's 116-130
+# distinct) ---------------------------------------------------------------------------------------------------
 # A question template takes {p} (the product, by name), {w} (the window, mid-sentence) or {W} (the window
-# opening the sentence), and for transfer count {most} and {elig}. None of them hints at an answer.
+# opening the sentence), for transfer count and handle time {most} and {elig}, for handle time {fast}. None of
+# them hints at an answer.
 
 MTA_QUESTIONS = (
     "Is there a month {w} when the {name} {cases} we received were {sig} higher than in other months?",
@@ -211,6 +212,23 @@ TCU_QUESTIONS = (
     "{W}, {elig}, which agent reassigned {most} cases to another agent?",
     "I need the agent with {most} case transfers {w}, {elig}.",
 )
+HTU_QUESTIONS = (
+    "Which agent had {most} average handle time {w}, {elig}?",
+    "{W}, who was the {fast} agent at closing cases on average, {elig}?",
+    "Find the agent with {most} average handle time {w} ({elig}).",
+    "Looking at handle times {w}, which agent averaged {most} time to close a case, {elig}?",
+    "I need the agent whose average case handling time was {most} {w}, {elig}.",
+    "{Elig}, which agent had {most} average handle time {w}?",
+    "Who was the {fast} to close cases on average {w}, {elig}?",
+    "Identify the agent with {most} mean time from opening a case to closing it {w}, {elig}.",
+    "Determine which agent had {most} average handling time {w}, {elig}.",
+    "{W}, whose cases took {most} time to close on average, {elig}?",
+    "Which support agent was the {fast} at resolving cases on average {w}, {elig}?",
+    "Across the team {w}, who had {most} average handle time, {elig}?",
+)
+# handle time: the shortest time is the fastest agent ("min"), the longest the slowest ("max")
+_HT_MOST = {"min": ("the shortest", "the lowest"), "max": ("the longest", "the highest")}
+_HT_FAST = {"min": ("fastest", "quickest"), "max": ("slowest",)}
 _MOST = {
     "max": ("the most", "the highest number of", "the largest number of"),
     "min": ("the fewest", "the lowest number of", "the smallest number of"),
@@ -324,6 +342,12 @@ def _phrase(template: str, inst: Instance, rng: random.Random) -> str:
     if inst.task == "transfer_count":
         elig = _eligibility(int(inst.params["n_cases"]), rng)
         fill.update(most=rng.choice(_MOST[str(inst.params["extrema"])]), elig=elig, Elig=_cap(elig))
+    if inst.task == "handle_time":
+        elig = _eligibility(int(inst.params["n_cases"]), rng)
+        extrema = str(inst.params["extrema"])
+        fill.update(
+            most=rng.choice(_HT_MOST[extrema]), fast=rng.choice(_HT_FAST[extrema]), elig=elig, Elig=_cap(elig)
+        )
     return template.format(**fill)
 
 
@@ -332,6 +356,7 @@ QUESTIONS = {
     "top_issue_identification": TII_QUESTIONS,
     "best_region_identification": BRI_QUESTIONS,
     "transfer_count": TCU_QUESTIONS,
+    "handle_time": HTU_QUESTIONS,
 }
 
 
@@ -359,7 +384,7 @@ def apply_voice(instances: list[Instance], seed: int) -> None:
         "monthly_trend_analysis": lambda i, r, k: _dated(i, r, used[i.task]),
         "top_issue_identification": lambda i, r, k: _dated(i, r, used[i.task]),
         "best_region_identification": lambda i, r, k: _dated(i, r, used[i.task]),
-        "handle_time": lambda i, r, k: _agent_policy(i, r, None),
+        "handle_time": lambda i, r, k: _agent_policy(i, r, used[i.task]),
         "transfer_count": lambda i, r, k: _agent_policy(i, r, used[i.task]),
         "case_routing": lambda i, r, k: _routing(i, r),
         "knowledge_qa": lambda i, r, k: _knowledge(i),

@@ -18,6 +18,7 @@ bundle are measured the same way.
 
 from __future__ import annotations
 
+import heapq
 import random
 import re
 from collections import Counter
@@ -85,7 +86,8 @@ def repeated_ngrams(texts: Sequence[str | None], n: int = 8, top: int = 5) -> li
     counts: Counter[tuple[str, ...]] = Counter()
     for t in texts:
         counts.update(set(ngrams(t, n)))
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    # nsmallest is sorted(...)[:top] without sorting every n-gram (millions at scale 100: 23 s of 50)
+    ranked = heapq.nsmallest(top, counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(" ".join(g), c / len(texts)) for g, c in ranked]
 
 

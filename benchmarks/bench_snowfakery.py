@@ -46,7 +46,7 @@ def fake_for(field: FieldSpec) -> Any:
     t = field.type
     if t == "picklist" and field.picklist:
         return {"random_choice": list(field.picklist)[:20]}
-    if t in ("textarea",):
+    if t == "textarea":
         return {"fake": "Paragraph"}
     if t == "email":
         return {"fake": "Email"}

@@ -118,15 +118,16 @@ class SharedLimits:
                 for _ in range(n):
                     tokens.acquire()
 
+        def give_back(f: Any) -> None:  # the leases are taken once the blocked call returns
+            if not f.cancelled() and f.exception() is None:
+                for _ in range(n):
+                    self.pool.submit(tokens.release)
+
         fut = loop.run_in_executor(self.pool, take)
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:
-            fut.add_done_callback(
-                lambda f: (
-                    f.cancelled() or f.exception() or [self.pool.submit(tokens.release) for _ in range(n)]
-                )
-            )
+            fut.add_done_callback(give_back)
             raise
 
     @contextlib.asynccontextmanager

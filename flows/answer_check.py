@@ -7,7 +7,9 @@ process). The instances are split over worker processes when the org is large en
 a worker to pay (`workers`), and a deterministic sample of them (`http_sample`: 5%, at least 10) is
 re-derived once more through the served org over HTTPS with the real simple-salesforce client, so the
 wire path is still exercised on every build; any difference between the two is a finding, as is any
-answer that differs from the recorded one.
+answer that differs from the recorded one. Under `--runner dask` the build runs the same parts as stages on
+the cluster (flows/build.py `check_on_workers`): `build_store`, then `check_in_process` per `task_chunks`
+chunk, then `merge_and_sample` in the flow's process (it serves the org for the HTTP sample).
 
 Only the outcome (verdicts, counts) depends on the data; which worker checked what never shows in it.
 """
@@ -85,18 +87,22 @@ def check_in_process(root: Path | str, only: Sequence[int] | None = None) -> Any
         org.close()
 
 
+def build_store(root: Path | str) -> float:
+    """Build the org's store (org.sqlite in the bundle) once, before any worker opens it; its seconds."""
+    from orgs.local.store import Store
+
+    t = time.perf_counter()
+    Store.open(Path(root)).close()
+    return round(time.perf_counter() - t, 3)
+
+
 def check_answers_through_the_org(
     root: Path, workers: int | None = None, share: float = HTTP_SHARE, minimum: int = HTTP_MIN
 ) -> ApiCheckResult:
     """Every instance in process (over `workers` processes), then the HTTP sample through the served org."""
-    from orgs.local import connect, disconnect
-    from orgs.local.store import Store
-    from validators.tasks_soql import check_tasks_via_api, ground_truth_lines
+    from validators.tasks_soql import ground_truth_lines
 
-    seconds: dict[str, float] = {}
-    t = time.perf_counter()
-    Store.open(root).close()  # built once here, before any worker opens it
-    seconds["store"] = round(time.perf_counter() - t, 3)
+    seconds: dict[str, float] = {"store": build_store(root)}  # built once here, before any worker opens it
     lines = ground_truth_lines(root)
     workers = default_workers(root) if workers is None else max(1, workers)
     parts = _partition(lines, workers) if workers > 1 else []
@@ -109,6 +115,33 @@ def check_answers_through_the_org(
     else:
         results = [check_in_process(root)]
     seconds["in_process"] = round(time.perf_counter() - t, 3)
+    return merge_and_sample(root, lines, results, max(1, len(parts)), seconds, share, minimum)
+
+
+def task_chunks(lines: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+    """The instances as one chunk per task, (task, idxs), tasks in the order of `_partition`. A chunk's
+    queries are those of the same task in a one-process check (`check_tasks_via_api` starts a new query cache
+    at each task), so checking the chunks apart runs the same queries, counted the same."""
+    chunks: dict[str, list[int]] = {}
+    for g in sorted(lines, key=lambda g: (str(g["task"]), int(g["idx"]))):
+        chunks.setdefault(str(g["task"]), []).append(int(g["idx"]))
+    return list(chunks.items())
+
+
+def merge_and_sample(
+    root: Path,
+    lines: list[dict[str, Any]],
+    results: Sequence[Any],
+    workers: int,
+    seconds: dict[str, float],
+    share: float = HTTP_SHARE,
+    minimum: int = HTTP_MIN,
+) -> ApiCheckResult:
+    """Merge the in-process outcomes of every chunk (`results`: `check_in_process`'s, wherever each ran), then
+    re-derive the HTTP sample through the served org and compare the two."""
+    from orgs.local import connect, disconnect
+    from validators.tasks_soql import check_tasks_via_api
+
     outcomes: dict[int, tuple[Any, bool]] = {}
     disagreements = []
     for r in results:
@@ -132,7 +165,7 @@ def check_answers_through_the_org(
     return ApiCheckResult(
         instances=len(lines),
         queries=sum(r.queries for r in results),
-        workers=max(1, len(parts)),
+        workers=workers,
         http_sample=sample,
         http_queries=over_http.queries,
         disagreements=disagreements,

@@ -67,21 +67,42 @@ class StageRunner(Protocol):
     async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any: ...
 
 
-def timed(stage: StageRunner, spans: dict[str, dict[str, Any]]) -> StageRunner:
+class Timed:
     """`stage`, recording each stage's start (epoch seconds, so a benchmark can line its memory samples up
-    with it), duration and, when the runner says, where it ran, in `spans` (the manifest's /timings/stages)."""
+    with it), duration and, when the runner says, where it ran, in `spans` (the manifest's /timings/stages).
+    A stage split into parts that run apart (`tasks.check_api` on a cluster: `tasks.check_api/<part>`) is
+    recorded whole as well, with `record`."""
 
-    async def run(name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
+    def __init__(self, stage: StageRunner, spans: dict[str, dict[str, Any]]) -> None:
+        self.stage = stage
+        self.spans = spans
+
+    @property
+    def on_workers(self) -> bool:
+        """Whether a `remote` stage runs on a cluster's workers (`--runner dask`), not in this process."""
+        return bool(getattr(self.stage, "on_workers", False))
+
+    def where(self, name: str) -> str | None:
+        where: str | None = getattr(self.stage, "where", {}).get(name)
+        return where
+
+    def record(self, name: str, start: float, seconds: float) -> None:
+        self.spans[name] = {"start": round(start, 3), "seconds": round(seconds, 3)}
+
+    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
         start, t = time.time(), time.perf_counter()
         try:
-            return await stage(name, fn, *args, remote=remote)
+            return await self.stage(name, fn, *args, remote=remote)
         finally:
-            spans[name] = {"start": round(start, 3), "seconds": round(time.perf_counter() - t, 3)}
-            where = getattr(stage, "where", {}).get(name)
+            self.record(name, start, time.perf_counter() - t)
+            where = self.where(name)
             if where is not None:
-                spans[name]["where"] = where
+                self.spans[name]["where"] = where
 
-    return run
+
+def timed(stage: StageRunner, spans: dict[str, dict[str, Any]]) -> Timed:
+    """`stage`, timed into `spans` (see `Timed`)."""
+    return Timed(stage, spans)
 
 
 async def run_inline(name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
@@ -199,6 +220,12 @@ def check_tasks_through_the_org(root: Path, workers: int | None = None) -> dict[
 
     t = time.perf_counter()
     result = check_answers_through_the_org(root, workers)
+    return api_check_summary(result, time.perf_counter() - t)
+
+
+def api_check_summary(result: Any, seconds: float, **more: Any) -> dict[str, Any]:
+    """The manifest's /tasks/api_check for a finished check (flows.answer_check.ApiCheckResult); raise
+    TaskCheckFailed on any disagreement, or when the in-process and HTTP paths differ."""
     problems = [d.message for d in result.disagreements] + result.mismatches
     if problems:
         shown = "\n".join(f"  - {m}" for m in problems[:5])
@@ -211,10 +238,43 @@ def check_tasks_through_the_org(root: Path, workers: int | None = None) -> dict[
         "instances": result.instances,
         "queries": result.queries,
         "workers": result.workers,
+        **more,
         "http_sample": {"instances": len(result.http_sample), "queries": result.http_queries},
-        "seconds": round(time.perf_counter() - t, 3),
+        "seconds": round(seconds, 3),
         "steps": result.seconds,
     }
+
+
+async def check_on_workers(root: Path, stage: Timed) -> dict[str, Any]:
+    """`tasks.check_api` on a cluster (`--runner dask`): the store build and one chunk of instances per task
+    (`check_in_process`, the unit of the in-process check) as remote stages `tasks.check_api/<part>`, each a
+    task run of its own that runs on a worker and is retried alone; then, in this process, the outcomes merged
+    as the in-process check merges them and the HTTP sample through the served org. Same verdicts and the same
+    counts (instances, queries, HTTP sample) as `check_tasks_through_the_org`."""
+    from flows.answer_check import build_store, check_in_process, merge_and_sample, task_chunks
+    from validators.tasks_soql import ground_truth_lines
+
+    start, t = time.time(), time.perf_counter()
+    try:
+        seconds = {"store": await stage("tasks.check_api/store", build_store, root, remote=True)}
+        lines = ground_truth_lines(root)
+        chunks = task_chunks(lines)
+        tc = time.perf_counter()
+        names = [f"tasks.check_api/{task}" for task, _ in chunks]
+        results = await asyncio.gather(
+            *(
+                stage(name, check_in_process, root, idxs, remote=True)
+                for name, (_, idxs) in zip(names, chunks, strict=True)
+            )
+        )
+        seconds["in_process"] = round(time.perf_counter() - tc, 3)
+        workers = sorted({w for w in map(stage.where, names) if w is not None})
+        result = await stage(
+            "tasks.check_api/http", merge_and_sample, root, lines, results, len(workers), seconds
+        )
+        return api_check_summary(result, time.perf_counter() - t, chunks=len(chunks))
+    finally:
+        stage.record("tasks.check_api", start, time.perf_counter() - t)
 
 
 class TaskCheckFailed(DataFindings):
@@ -244,11 +304,57 @@ def check_task_answers(root: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class TaskFiles:
+    """What the `tasks` stage tells the flow about the task files it wrote (picklable: it may run on a worker)."""
+
+    per_task: int  # instances per task built (below `requested` when the org could not yield more)
+    requested: int
+    instances: int
+    text_requests: dict[str, int]
+    stats: dict[str, dict[str, Any]]
+    short: dict[str, int]
+
+
+async def write_task_files(
+    root: Path,
+    seed: int,
+    per_task: int,
+    writer: TextWriter | RunSpec,
+    answer_format: str,
+    model: OrgModel,
+    adapt: bool = False,
+) -> TaskFiles:
+    """The `tasks` stage: build the task files (generator/tasks) into the bundle. `writer` is the build's
+    writer, or, on a worker (`--runner dask`), the run it makes its own for: the same writer class and
+    settings, so the same texts; an LLM writer joins the run's cluster-wide --concurrency/--rpm/--tpm limits
+    (generator/text/shared.py) and records its usage beside the other processes' (flows/writer.py)."""
+    from generator.tasks import TaskSet, build_tasks
+    from generator.text.writers import make_writer
+
+    if isinstance(writer, RunSpec):
+        own = make_writer(writer, load_profile(writer.profile, model))
+        try:
+            task_set: TaskSet = await build_tasks(root, seed, per_task, own, answer_format, model, adapt)
+        finally:
+            await own.aclose()
+    else:
+        task_set = await build_tasks(root, seed, per_task, writer, answer_format, model, adapt)
+    return TaskFiles(
+        per_task=task_set.per_task,
+        requested=per_task,
+        instances=len(task_set.instances),
+        text_requests=dict(task_set.text_requests),
+        stats=task_set.stats(),
+        short=dict(task_set.short),
+    )
+
+
 async def make_tasks(
     root: Path,
     seed: int,
     per_task: int,
-    writer: TextWriter,
+    writer: TextWriter | RunSpec,
     answer_format: str,
     model: OrgModel,
     stage: StageRunner = run_inline,
@@ -258,37 +364,68 @@ async def make_tasks(
 
     Three stages: `tasks` (build the files), `tasks.check` (re-derive in code), `tasks.check_api` (re-derive
     through the embedded org's API). With `adapt`, `per_task` is the profile's default and lowers to what the
-    org yields."""
+    org yields. `writer` is the build's writer, or the run (the build passes it on a cluster): then `tasks` is
+    a remote stage whose worker makes its own writer for the run. On a cluster (`stage.on_workers`) the remote
+    stages run on workers, and `tasks.check_api` in parts (`check_on_workers`)."""
     from flows.tasks import require_complete_registry
-    from generator.tasks import TaskSet, build_tasks
 
     require_complete_registry()
-    task_set: TaskSet = await stage(
-        "tasks", build_tasks, root, seed, per_task, writer, answer_format, model, adapt
+    made: TaskFiles = await stage(
+        "tasks",
+        write_task_files,
+        root,
+        seed,
+        per_task,
+        writer,
+        answer_format,
+        model,
+        adapt,
+        remote=isinstance(writer, RunSpec),  # a function of the bundle's files and the run
     )
     bundle = Bundle(root)
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
     await stage("tasks.check", check_task_answers, root, remote=True)
-    api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+    if isinstance(stage, Timed) and stage.on_workers:
+        api = await check_on_workers(root, stage)
+    else:
+        api = await stage("tasks.check_api", check_tasks_through_the_org, root)
     figures = fidelity_figures(
         root
     )  # reads the CSVs and task files once: part of the `tasks` summary, not a stage
     files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
         "fidelity": fidelity_summary(figures),
-        "per_task": task_set.per_task,
+        "per_task": made.per_task,
         "answer_format": answer_format,
         "api_check": api,
-        "instances": len(task_set.instances),
-        "text_requests": task_set.text_requests,
+        "instances": made.instances,
+        "text_requests": made.text_requests,
         "verified": True,
-        "stats": task_set.stats(),
+        "stats": made.stats,
         "files": files,
     }
-    if task_set.per_task < per_task:  # the profile's default count, lowered to what this org yields
-        info["adapted"] = {"requested": per_task, "per_task": task_set.per_task, "limited_by": task_set.short}
+    if made.per_task < per_task:  # the profile's default count, lowered to what this org yields
+        info["adapted"] = {"requested": per_task, "per_task": made.per_task, "limited_by": made.short}
     return info
+
+
+def clear_work(root: Path) -> None:
+    """Remove what generation left in the work folder (the frames it passed between processes), keeping the
+    text writers' usage snapshots (flows/writer.py `USAGE_DIR`): those of a cluster's workers are written
+    there during generation and merged into reports/llm_usage.json only at the end of the build."""
+    work = root / WORK_DIR
+    if not work.is_dir():
+        return
+    for entry in work.iterdir():
+        if entry.name == writers.USAGE_DIR and entry.is_dir():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    if not any(work.iterdir()):
+        work.rmdir()
 
 
 def world_tables(world: World) -> dict[str, pd.DataFrame | Any]:
@@ -468,7 +605,7 @@ async def build_bundle(
             generation_seconds = time.perf_counter() - t_gen
             spans["generate"] = {"start": round(t_gen_epoch, 3), "seconds": round(generation_seconds, 3)}
             files.update(await stage("world", write_world, bundle, result.ctx.world))
-            shutil.rmtree(root / WORK_DIR, ignore_errors=True)
+            clear_work(root)
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
             manifest.update(
                 objects={name: objects[name] for name in model.names},
@@ -495,7 +632,7 @@ async def build_bundle(
                 root,
                 opts.seed,
                 per_task,
-                rc.writer(),
+                rc.run if stage.on_workers else rc.writer(),
                 opts.answer_format,
                 model,
                 stage,

@@ -88,7 +88,14 @@ def remote_stage_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[An
         where = str(get_worker().address)
     except (ImportError, ValueError):
         where = "local"
-    return fn(*args), where
+    result = fn(*args)
+    if inspect.isawaitable(result):  # an async stage: run to completion on this worker thread's own loop
+        result = asyncio.run(_completed(result))
+    return result, where
+
+
+async def _completed(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class StageTasks:

@@ -1,6 +1,7 @@
 """The Dask engine: a small org built on a two-worker local Dask cluster with a memory limit per worker is
 byte-identical to the threads runner's build and to a one-shard build, also when workers die mid-build and are
-restarted."""
+restarted; every stage but two (the latent world, the HTTP sample of the answer check) runs on the workers,
+and the answer check's outcome is the in-process one."""
 
 from __future__ import annotations
 
@@ -35,12 +36,43 @@ def test_two_memory_limited_dask_workers_build_the_same_bundle_as_threads_and_on
     assert threads["build"]["runner"] == "threads"
     assert dask["data_sha256"] == threads["data_sha256"] == one_shard["data_sha256"]
     assert dask["files"] == threads["files"] == one_shard["files"]  # latent/ and tasks/ too
-    # the stages that read only the bundle's files ran on the cluster's workers, the rest in the flow's process
-    where = {name: span.get("where") for name, span in dask["timings"]["stages"].items()}
-    assert where["validate"].startswith("tcp://127.0.0.1:")
-    assert where["tasks.check"].startswith("tcp://127.0.0.1:")
-    assert where["tasks"] == where["tasks.check_api"] == "local"
-    assert {threads["timings"]["stages"][n].get("where") for n in ("validate", "tasks.check")} == {"local"}
+    # every stage ran on the cluster's workers but the latent world (written from the generated world, in
+    # the flow's process) and the answer check's HTTP sample (through the org served by the flow's process)
+    spans = dask["timings"]["stages"]
+    on_workers = {"validate", "tasks", "tasks.check", "tasks.check_api/store"}
+    chunks = {f"tasks.check_api/{t}" for t in dask["tasks"]["stats"]}  # one part per task
+    assert len(chunks) == 9
+    assert set(spans) == {
+        "generate",
+        "world",
+        "tasks.check_api",
+        "tasks.check_api/http",
+        *on_workers,
+        *chunks,
+    }
+    for name in on_workers | chunks:
+        assert spans[name]["where"].startswith("tcp://127.0.0.1:"), name
+    assert spans["world"]["where"] == spans["tasks.check_api/http"]["where"] == "local"
+    in_flow = ("validate", "tasks", "tasks.check", "tasks.check_api")  # the threads runner: all in the flow
+    assert {threads["timings"]["stages"][n].get("where") for n in in_flow} == {"local"}
+    # the whole check spans its parts; its outcome is the in-process check's: same verdicts (it passed, as
+    # the others did) and the same counts
+    whole = spans["tasks.check_api"]
+    assert all(whole["start"] <= spans[n]["start"] for n in chunks)
+    same = ("instances", "queries", "http_sample")
+    api = {
+        name: m["tasks"]["api_check"]
+        for name, m in (("dask", dask), ("threads", threads), ("one", one_shard))
+    }
+    assert (
+        {k: api["dask"][k] for k in same}
+        == {k: api["threads"][k] for k in same}
+        == {k: api["one"][k] for k in same}
+    )
+    assert api["dask"]["chunks"] == 9 and 1 <= api["dask"]["workers"] <= 2
+    assert dask["tasks"]["verified"] is threads["tasks"]["verified"] is one_shard["tasks"]["verified"] is True
+    for key in ("instances", "per_task", "text_requests", "stats", "fidelity"):
+        assert dask["tasks"][key] == one_shard["tasks"][key], key
 
 
 @pytest.mark.parametrize(

@@ -318,7 +318,6 @@ def sample_shard(job: Any) -> dict[str, Any]:
     object), computing the shard. With the worker's memory and the inputs it holds (measured when it read
     them)."""
     import pickle
-    import resource
 
     import pandas as pd
 
@@ -355,10 +354,19 @@ def sample_shard(job: Any) -> dict[str, Any]:
         "load_s": t2 - t1,
         "run_s": t3 - t2,
         "rss": psutil.Process().memory_info().rss,
-        "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "max_rss": high_water_mark(),
         "inputs": inputs,
         "result_bytes": len(pickle.dumps(out)),
     }
+
+
+def high_water_mark() -> int:
+    """This process's peak resident memory (bytes): VmHWM, the high-water mark of its own address space (not
+    `ru_maxrss`, which a spawned worker inherits from the process that forked it before its exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def context_on_worker(run: Any) -> dict[str, float]:
@@ -601,7 +609,7 @@ def simulate_1000(
             "context_1000_seconds": round(context["seconds"], 2),
             "context_1000_mb": round(context["rss_delta"] / 2**20),
             "idle_worker_mb": round(samples[hi]["idle_worker_mb"]),
-            "worker_max_rss_mb": {
+            "worker_peak_mb": {
                 f"{sc:g}": round(max(o["max_rss_mb"] for o in samples[sc]["objects"].values()))
                 for sc in scales
             },
@@ -658,7 +666,7 @@ def sim_table(sim: dict[str, Any]) -> str:
         f"or text request; s/shard@1000: the scale-{hi:g} ms/unit times the 1000-shard's units)",
         f"  1000 measured       cluster start {m['cluster_start_seconds']:.1f} s; the scale-1000 run context on a "
         f"worker {m['context_1000_seconds']:.2f} s, +{m['context_1000_mb']} MB; idle worker {m['idle_worker_mb']} MB; "
-        f"worker peak RSS at scales {', '.join(f'{k}: {v} MB' for k, v in m['worker_max_rss_mb'].items())}",
+        f"worker peak (VmHWM) at scales {', '.join(f'{k}: {v} MB' for k, v in m['worker_peak_mb'].items())}",
         f"  1000 extrapolated   generation shards on the cluster {e['shards_seconds']:.0f} s (the rows above); "
         f"the building process's part of generation {e['building_process_generate_seconds']:.0f} s "
         f"(b={e['building_process_generate_exponent']})",

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from distributed import WorkerPlugin
 
-from flows.build import check_options
 from flows import sidecar
+from flows.build import check_options
 from flows.options import BuildOptions
 from flows.run import run_build
 from schemas.errors import UsageError

@@ -15,10 +15,10 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
@@ -54,6 +54,11 @@ from validators.fidelity_report import summary as fidelity_summary
 from validators.findings import Report, ValidationFailed
 from validators.run import REPORT_PATH, validate_bundle, write_report
 
+if TYPE_CHECKING:
+    from flows.sidecar import Sidecar
+
+T = TypeVar("T")
+
 
 class StageRunner(Protocol):
     """Runs one named build stage (`fn(*args)`, sync or async) and returns its result.
@@ -82,6 +87,17 @@ class Timed:
         """Whether a `remote` stage runs on a cluster's workers (`--runner dask`), not in this process."""
         return bool(getattr(self.stage, "on_workers", False))
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether a `remote` stage runs elsewhere while this process goes on (a cluster, the sidecar)."""
+        return bool(getattr(self.stage, "concurrent", False))
+
+    @property
+    def measured(self) -> dict[str, dict[str, float]]:
+        """The stages' own timings, measured where they ran (the sidecar's)."""
+        measured: dict[str, dict[str, float]] = getattr(self.stage, "measured", {})
+        return measured
+
     def where(self, name: str) -> str | None:
         where: str | None = getattr(self.stage, "where", {}).get(name)
         return where
@@ -95,6 +111,9 @@ class Timed:
             return await self.stage(name, fn, *args, remote=remote)
         finally:
             self.record(name, start, time.perf_counter() - t)
+            own = self.measured.get(name)
+            if own is not None:  # measured where it ran (a concurrent stage is collected later)
+                self.spans[name].update(own)
             where = self.where(name)
             if where is not None:
                 self.spans[name]["where"] = where
@@ -111,6 +130,43 @@ async def run_inline(name: str, fn: Callable[..., Any], *args: Any, remote: bool
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+class SidecarStages:
+    """The in-process stage runner with a sidecar process (flows/sidecar.py): a `remote` stage runs there,
+    concurrently with what the building process does meanwhile (`concurrent`); the others run here."""
+
+    concurrent = True
+
+    def __init__(self, sidecar: Sidecar) -> None:
+        self.sidecar = sidecar
+        self.where: dict[str, str] = {}
+        self.measured = sidecar.measured
+
+    async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
+        if not remote:
+            return await run_inline(name, fn, *args)
+        result = await self.sidecar.run(name, fn, *args)
+        self.where[name] = self.sidecar.where
+        return result
+
+
+async def started(coro: Awaitable[T]) -> asyncio.Future[T]:
+    """`coro` as a task, run up to its first wait (a remote stage is then submitted), so the caller can go on
+    with other work in this process while it runs elsewhere."""
+    future = asyncio.ensure_future(coro)
+    await asyncio.sleep(0)
+    return future
+
+
+async def settled(*futures: asyncio.Future[Any] | None) -> None:
+    """Wait for every started stage to end, failed or not (its outcome is read by the caller)."""
+    pending = [f for f in futures if f is not None]
+    if pending:
+        await asyncio.wait(pending)
+    for f in pending:
+        if not f.cancelled():
+            f.exception()  # read, so a failure behind another one is not reported as never retrieved
 
 
 @dataclass
@@ -385,14 +441,27 @@ async def make_tasks(
     bundle = Bundle(root)
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
-    await stage("tasks.check", check_task_answers, root, remote=True)
-    if isinstance(stage, Timed) and stage.on_workers:
-        api = await check_on_workers(root, stage)
+    # The code check and the fidelity figures (a function of the CSVs and task files) are remote: with a
+    # concurrent runner they run elsewhere while this process re-derives the answers through the org.
+    checked = measured = None
+    if getattr(stage, "concurrent", False):
+        checked = await started(stage("tasks.check", check_task_answers, root, remote=True))
+        measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
     else:
-        api = await stage("tasks.check_api", check_tasks_through_the_org, root)
-    figures = fidelity_figures(
-        root
-    )  # reads the CSVs and task files once: part of the `tasks` summary, not a stage
+        await stage("tasks.check", check_task_answers, root, remote=True)
+    try:
+        if isinstance(stage, Timed) and stage.on_workers:
+            api = await check_on_workers(root, stage)  # in parts on the cluster, the HTTP sample here
+        else:
+            api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+    finally:
+        await settled(checked, measured)  # never leave a stage running behind a failure
+        if checked is not None:
+            checked.result()  # the code check's verdict first, as when the stages run one after the other
+    if measured is not None:
+        figures = measured.result()
+    else:
+        figures = await stage("fidelity", fidelity_figures, root, remote=True)
     files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
         "fidelity": fidelity_summary(figures),
@@ -495,6 +564,9 @@ async def validate_step(
     report: Report = await stage("validate", validate_bundle, root, profile, model, remote=True)
     write_report(report, root)
     seconds = time.perf_counter() - t
+    own = getattr(stage, "measured", {}).get("validate")
+    if own is not None:  # ran concurrently: its own time, not when this process collected it
+        seconds = own["seconds"]
     manifest["validated"] = report.ok
     manifest["validation"] = {
         "errors": report.errors + report.fatal,
@@ -618,28 +690,42 @@ async def build_bundle(
             manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
             manifest["stages"]["generate"] = "complete"
             bundle.write_manifest(manifest)
-        if "validate" not in stages:
-            validation = await validate_step(root, profile, model, manifest, stage)
+
+        def validated(validation: Report) -> None:
             if not validation.ok:
                 manifest["status"] = "invalid"
                 raise ValidationFailed(validation, str(root / REPORT_PATH))
             manifest["stages"]["validate"] = "complete"
             bundle.write_manifest(manifest)
+
+        # Validation and the tasks read the written files and nothing of each other: with a concurrent stage
+        # runner, validation runs elsewhere while this process builds and checks the tasks. Its verdict
+        # comes first either way: an invalid org fails as invalid, whatever the tasks made of it.
+        validating: asyncio.Future[Report] | None = None
+        if "validate" not in stages:
+            if getattr(stage, "concurrent", False):
+                validating = await started(validate_step(root, profile, model, manifest, stage))
+            else:
+                validated(await validate_step(root, profile, model, manifest, stage))
         t_tasks = time.perf_counter()
         per_task = opts.per_task if opts.per_task is not None else profile.per_task
-        if per_task > 0:
-            task_info = await make_tasks(
-                root,
-                opts.seed,
-                per_task,
-                rc.run if stage.on_workers else rc.writer(),
-                opts.answer_format,
-                model,
-                stage,
-                adapt=opts.per_task is None,
-            )
-            steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
-            files.update(task_info.pop("files"))
+        try:
+            if per_task > 0:
+                task_info = await make_tasks(
+                    root,
+                    opts.seed,
+                    per_task,
+                    rc.run if stage.on_workers else rc.writer(),
+                    opts.answer_format,
+                    model,
+                    stage,
+                    adapt=opts.per_task is None,
+                )
+                steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
+                files.update(task_info.pop("files"))
+        finally:
+            if validating is not None:
+                validated(await validating)
     finally:
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
         # cache and report usage, also when the build failed (the report lists why).

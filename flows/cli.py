@@ -188,6 +188,15 @@ def build(
             metavar="INTEGER",
         ),
     ] = PART_BYTES,
+    sidecar: Annotated[
+        bool | None,
+        typer.Option(
+            "--sidecar/--no-sidecar",
+            help="Validate and check in a second process while this one builds the tasks (default: when the "
+            "machine has two cores or more; --no-sidecar keeps one process, and a lower peak memory).",
+            show_default=False,
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option(help="Show Prefect's own logs.")] = False,
 ) -> None:
     """Generate an org bundle: 16 objects, latent world, task instances with checked answers, manifest."""
@@ -212,6 +221,7 @@ def build(
         per_task=per_task,
         answer_format=answer_format,
         part_bytes=part_bytes,
+        sidecar=sidecar,
         llm=LLMSettings(
             model=model or "",
             base_url=base_url,

@@ -45,6 +45,7 @@ class BuildOptions:
     per_task: int | None = None  # default: the profile's [tasks] per_task (130 for crmarena)
     answer_format: AnswerFormat = "scalar"
     part_bytes: int = PART_BYTES  # an object's CSV larger than this is written in parts (orgs/bundle.py)
+    sidecar: bool | None = None  # a second process for the remote stages (flows/sidecar.py); None: by cores
     # The LLM writer (--writer openai); see flows/writer.py and generator/text/llm.py.
     llm: LLMSettings = field(default=NO_LLM)
 

@@ -1,8 +1,11 @@
 """The Prefect flow of `orgseed build`: the same steps as `flows.build.build_bundle`, every one a Prefect task:
 one per object × shard generation job (never per record), and one per later stage (`world`, `validate`,
-`tasks`, `tasks.check`, `tasks.check_api`), each with its own state and retries, so a failed stage is retried
+`tasks`, `tasks.check`, `tasks.check_api`, `fidelity`), each with its own state and retries, so a failed stage is retried
 alone and a Prefect server's UI shows the whole build. On Dask, the shards and the stages that are functions
-of the bundle's files (`validate`, `tasks.check`) run on the cluster's workers. The tasks and the flow are defined at module level so
+of the bundle's files (`validate`, `tasks`, `tasks.check`, `fidelity`, and the parts of `tasks.check_api`
+but its HTTP sample: flows/build.py `check_on_workers`) run on the cluster's workers; on threads, the remote
+ones but `tasks` (which then shares the build's writer) in the sidecar process (flows/sidecar.py) while the
+flow builds the tasks. The tasks and the flow are defined at module level so
 process-based task runners (Dask) can pickle them. Imported only when the Prefect engine runs.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict
 from typing import Any
 
@@ -23,6 +27,8 @@ from prefect.utilities.annotations import quote
 from flows.build import build_bundle
 from flows.options import BuildOptions
 from flows.progress import current_progress, showing
+from flows.sidecar import Sidecar
+from flows.sidecar import wanted as sidecar_wanted
 from generator.pipeline import Progress, RunContext, ShardJob, run_shard_sync
 from schemas.errors import OrgseedError
 
@@ -105,11 +111,22 @@ class StageTasks:
     (`on_workers`): it is submitted to the cluster like a shard and runs on a worker. `where` records where
     each stage ran."""
 
-    def __init__(self, on_workers: bool = False) -> None:
+    def __init__(self, on_workers: bool = False, sidecar: Sidecar | None = None) -> None:
         self.on_workers = on_workers
+        self.sidecar = sidecar  # runs the remote stages when not on workers (flows/sidecar.py)
         self.where: dict[str, str] = {}
+        self.concurrent = on_workers or sidecar is not None
+        self.measured: dict[str, dict[str, float]] = sidecar.measured if sidecar is not None else {}
 
     async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
+        if remote and self.sidecar is not None and not self.on_workers:
+            # a task run in the flow's process that waits for the stage to run in the sidecar
+            side = self.sidecar
+            run_there: Any = quote(side.run)
+            run_args: Any = quote((name, fn, *args))
+            result = await stage_task.with_options(name=name, task_run_name=name)(run_there, run_args)
+            self.where[name] = side.where
+            return result
         if remote and self.on_workers:
             # not under `quote`: an annotation is a tuple, which Dask takes apart on its way to the worker
             future = remote_stage_task.with_options(name=name, task_run_name=name).submit(fn, args)
@@ -128,13 +145,15 @@ run_stage = StageTasks()  # every stage in the flow's process (the upload flow's
 async def build_flow(options: dict[str, Any]) -> dict[str, Any]:
     opts = BuildOptions.from_dict(options)
     threads = opts.runner == "threads"
-    report = await build_bundle(
-        opts,
-        PrefectExecutor(threads),
-        current_progress(),
-        shares_memory=threads,
-        stage=StageTasks(on_workers=opts.runner == "dask"),
-    )
+    with ExitStack() as stack:
+        side = stack.enter_context(Sidecar()) if threads and sidecar_wanted(opts.sidecar) else None
+        report = await build_bundle(
+            opts,
+            PrefectExecutor(threads),
+            current_progress(),
+            shares_memory=threads,
+            stage=StageTasks(on_workers=opts.runner == "dask", sidecar=side),
+        )
     return {
         "flow_run_id": flow_run.get_id(),
         "root": str(report.root),

@@ -12,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flows.build import BuildReport, build_bundle, check_options
+from flows import sidecar
+from flows.build import BuildReport, SidecarStages, build_bundle, check_options
 from flows.options import BuildOptions
 from flows.writer import USAGE_REPORT
 from generator.pipeline import LocalExecutor, Progress
@@ -23,7 +24,10 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
     """Build with the chosen engine (Prefect by default)."""
     check_options(opts)
     if opts.engine == "local":
-        return asyncio.run(build_bundle(opts, LocalExecutor(), progress))
+        if not sidecar.wanted(opts.sidecar):
+            return asyncio.run(build_bundle(opts, LocalExecutor(), progress))
+        with sidecar.Sidecar() as side:
+            return asyncio.run(build_bundle(opts, LocalExecutor(), progress, stage=SidecarStages(side)))
     from flows import prefect_env
 
     prefect_env.configure(verbose)

@@ -129,13 +129,15 @@ def prefect_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     environment, as `dask worker` processes on a user's machines would with PREFECT_API_URL set)."""
     from prefect.server.api.server import SubprocessASGIServer
 
-    server = SubprocessASGIServer()
+    server = SubprocessASGIServer()  # one per process: the one an earlier Dask build started, if any
+    ours = not server.running
     server.start()
     monkeypatch.setenv("PREFECT_API_URL", server.api_url)
     try:
         yield server.api_url
     finally:
-        server.stop()
+        if ours:  # stopping the one an earlier build started would strand the PREFECT_API_URL it exported
+            server.stop()
 
 
 def test_workers_killed_mid_build_are_restarted_and_the_bundle_is_unchanged(

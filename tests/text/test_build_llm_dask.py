@@ -36,6 +36,9 @@ def test_an_llm_build_on_dask_writes_the_in_process_texts_and_counts_every_proce
     fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)  # the workers inherit it, as `dask worker`s would
+    # the build starts (or restarts) Prefect's temporary API server for its workers (flows/run.py), whatever
+    # an earlier test left in PREFECT_API_URL
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
     local = asyncio.run(
         build_bundle(
             _options(tmp_path / "local", fake, tmp_path / "a.sqlite", engine="local"), LocalExecutor()

@@ -12,8 +12,10 @@ scheduler, nannies and workers, the answer check's worker processes) with psutil
 the largest sum sampled while it ran. The stages and their start times come from the bundle's manifest
 (`/timings/stages`, written by flows/build.py): generate (synthesis, texts and CSV writing), world,
 validate, tasks (building the instances), tasks.check (the independent re-derivation from the CSVs),
-tasks.check_api (the store build, the SOQL check in process, the HTTP sample). records/s = all rows of
-the 16 objects / the stage's seconds.
+fidelity (the text fidelity figures), tasks.check_api (the store build, the SOQL check in process, the HTTP
+sample; on Dask from its first part's start to its last part's end). Stages that run concurrently (the
+sidecar, a cluster) overlap in time, and a stage's seconds may include waiting for a worker. records/s = all
+rows of the 16 objects / the stage's seconds.
 
 The scale-1,000 line is extrapolated, never measured: each stage's time and the peak memory are fitted as
 a·scale^b through the two largest scales measured and evaluated at 1,000. It says what this code would need
@@ -68,7 +70,7 @@ from typing import Any
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("generate", "world", "validate", "tasks", "tasks.check", "tasks.check_api")
+STAGES = ("generate", "world", "validate", "tasks", "tasks.check", "fidelity", "tasks.check_api")
 
 
 class TreeSampler:

@@ -57,23 +57,24 @@ def jaccard(a: AbstractSet[Any], b: AbstractSet[Any]) -> float:
 
 
 def _densify(block: np.ndarray) -> np.ndarray:
-    """Fill each empty bin from the next non-empty bin to its right (circularly), offset by the distance."""
-    out = block.copy()
-    n = block.shape[1]
+    """Fill each empty bin from the next non-empty bin to its right (circularly), offset by the distance.
+
+    Vectorised: the block is laid twice side by side, and for every column the nearest non-empty column at or
+    after it is a running minimum from the right; a row with no non-empty bin stays empty."""
     empty = block == _EMPTY
     if not empty.any():
-        return out
-    for j in range(n):
-        todo = empty[:, j]
-        if not todo.any():
-            continue
-        for d in range(1, n):
-            src = block[:, (j + d) % n]
-            take = todo & (src != _EMPTY)
-            out[take, j] = src[take] + np.uint64(d) * np.uint64(0x1000193)
-            todo &= ~take
-            if not todo.any():
-                break
+        return block.copy()
+    n = block.shape[1]
+    twice = np.concatenate((block, block), axis=1)
+    columns = np.arange(2 * n)
+    nearest = np.where(np.concatenate((~empty, ~empty), axis=1), columns, 2 * n)
+    nearest = np.minimum.accumulate(nearest[:, ::-1], axis=1)[:, ::-1][:, :n]
+    found = nearest < 2 * n
+    rows = np.nonzero(empty & found)
+    source = nearest[rows]
+    distance = (source - rows[1]).astype(np.uint64)
+    out = block.copy()
+    out[rows] = twice[rows[0], source] + distance * np.uint64(0x1000193)
     return out
 
 
@@ -209,10 +210,11 @@ class NearDuplicateIndex:
 
     def pairs(self, focus: Iterable[int] | None = None) -> list[tuple[int, int, float]]:
         """Near-duplicate pairs (i < j, similarity), optionally only those involving a row in `focus`."""
-        live = np.array([i for i, r in enumerate(self.rows) if len(r)], dtype=np.int64)
+        live = np.flatnonzero(np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows)))
         if len(live) < 2:
             return []
         focus_set = None if focus is None else set(focus)
+        in_focus = None if focus_set is None else np.isin(live, list(focus_set))
         stride = len(self.rows) + 1
         # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
         # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
@@ -226,8 +228,8 @@ class NearDuplicateIndex:
                 keyv = np.zeros(len(live), dtype=np.uint64)
                 for r in range(ROWS):
                     keyv = (keyv ^ sig[:, band * ROWS + r]) * _MIX[r % len(_MIX)]
-            if focus_set is not None:
-                focus_keys = _unique(keyv[np.isin(live, list(focus_set))])
+            if in_focus is not None:
+                focus_keys = _unique(keyv[in_focus])
                 inside = np.isin(keyv, focus_keys)
                 band_live, keyv = live[inside], keyv[inside]
             else:
@@ -239,13 +241,19 @@ class NearDuplicateIndex:
             cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
             starts = np.concatenate(([0], cuts))
             sizes = np.diff(np.concatenate((starts, [len(order)])))
-            group = np.repeat(np.arange(len(starts)), sizes)
             big = sizes > 64
-            for d in range(1, int(min(sizes.max(), 65))):
-                same = group[d:] == group[:-d]
-                same &= ~big[group[d:]]
-                k = np.flatnonzero(same)
-                pending.append(_pack(band_live[order[k]], band_live[order[k + d]], stride))
+            # pairs within the groups of 2..64 members, as (member, member d places later); the groups of one
+            # member (most of them) are dropped first, and d stops at the largest group left
+            small = (sizes >= 2) & ~big
+            if small.any():
+                s_starts, s_sizes = starts[small], sizes[small]
+                members = np.repeat(np.arange(len(s_starts)), s_sizes)
+                s_order = order[
+                    np.repeat(s_starts - np.cumsum(s_sizes) + s_sizes, s_sizes) + np.arange(len(members))
+                ]
+                for d in range(1, int(s_sizes.max())):
+                    k = np.flatnonzero(members[d:] == members[:-d])
+                    pending.append(_pack(band_live[s_order[k]], band_live[s_order[k + d]], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 members = band_live[order[a : a + size]]
                 ii, jj = np.triu_indices(size, k=1)
@@ -264,20 +272,40 @@ class NearDuplicateIndex:
             marks[list(focus_set)] = True
             keep = marks[lo] | marks[hi]
             lo, hi = lo[keep], hi[keep]
-        # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory.
-        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
-        agree = np.empty(len(lo))
-        for start in range(0, len(lo), 16_384):
-            a, b = lo[start : start + 16_384], hi[start : start + 16_384]
-            agree[start : start + 16_384] = (sig32[a] == sig32[b]).mean(axis=1)
+        # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory. The
+        # top byte of each half is compared first: halves that agree agree on their top byte too, so a pair whose
+        # bytes agree on fewer than MIN_AGREEMENT of the values is dropped without reading the halves.
+        lo, hi = self._agreeing(lo, hi)
         out = []
-        for a, b in zip(
-            lo[agree >= MIN_AGREEMENT].tolist(), hi[agree >= MIN_AGREEMENT].tolist(), strict=True
-        ):
-            sim = self.similarity(a, b)
+        cur, set_a, size_a = -1, set(), 0
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+            # exact Jaccard (`similarity`), the row a's set built once for its run of partners (lo is sorted)
+            if a != cur:
+                da = self._distinct(a)
+                cur, set_a, size_a = a, set(da.tolist()), len(da)
+            db = self._distinct(b)
+            if not size_a and not len(db):
+                sim = 1.0
+            else:
+                both = len(set_a.intersection(db.tolist()))
+                sim = both / (size_a + len(db) - both)
             if sim >= self.threshold:
                 out.append((a, b, round(sim, 4)))
         return sorted(out)
+
+    def _agreeing(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
+        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
+        sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
+        need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
+        keep = np.zeros(len(lo), dtype=bool)
+        step = 65_536
+        for start in range(0, len(lo), step):
+            a, b = lo[start : start + step], hi[start : start + step]
+            maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)
+            agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
+            keep[start + maybe[agree >= MIN_AGREEMENT]] = True
+        return lo[keep], hi[keep]
 
 
 def near_duplicates(

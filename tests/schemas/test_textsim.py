@@ -6,7 +6,9 @@ import random
 import subprocess
 import sys
 
-from schemas.textsim import jaccard, near_duplicates, shingle_hashes, shingles
+import numpy as np
+
+from schemas.textsim import NearDuplicateIndex, _densify, jaccard, near_duplicates, shingle_hashes, shingles
 from tests.conftest import REPO
 
 
@@ -102,3 +104,68 @@ def test_every_pair_at_or_above_the_threshold_is_found_in_a_small_corpus() -> No
                 want.add((i, j))
     assert len(want) >= 20
     assert {(a, b) for a, b, _ in near_duplicates(texts)} == want
+
+
+def _template_corpus() -> list[str | None]:
+    # Texts from a few templates with small slots: many share band keys, in groups of 2 to several hundred,
+    # as the offline writer's texts do; some are near-duplicates and most are not.
+    rnd = random.Random(7)
+    templates = [
+        "my order {a} arrived {b} and the {c} was {d} so I want {e}",
+        "hello team the {a} I bought last {b} stopped {c} after {d} days please {e}",
+        "{a} {b} {c} {d} {e}",
+    ]
+    slots = [f"s{i}" for i in range(4)]
+    texts: list[str | None] = []
+    for k in range(900):
+        t = templates[k % 3]
+        fill = {x: " ".join(rnd.choice(slots) for _ in range(rnd.randrange(1, 3))) for x in "abcde"}
+        texts.append(t.format(**fill))
+    return [*texts, None, "", "one two", "one two"]
+
+
+def test_pairs_follow_the_documented_search_exactly() -> None:
+    # The module docstring's procedure restated pair by pair (O(n²)) on the index's own signatures: a
+    # candidate shares one band's 3 values, is kept when its 32-bit halves agree on >= 35% of the 96 values,
+    # and is reported when its exact shingle Jaccard is >= 0.5. Groups here reach hundreds of members.
+    texts = _template_corpus()
+    index = NearDuplicateIndex(texts)
+    sig = [row.tolist() for row in index.sig]
+    sets = [shingle_hashes([t])[0].tolist() for t in texts]
+    live = [i for i in range(len(texts)) if sets[i]]
+    bands: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for i in live:
+        for band in range(32):
+            bands.setdefault((band, tuple(sig[i][band * 3 : band * 3 + 3])), []).append(i)
+    assert max(len(g) for g in bands.values()) > 64  # the many-member path is exercised
+    candidates = {(a, b) for g in bands.values() for x, a in enumerate(g) for b in g[x + 1 :]}
+    want = []
+    for a, b in sorted(candidates):
+        agree = sum((x >> 32) == (y >> 32) for x, y in zip(sig[a], sig[b], strict=True)) / 96
+        sim = jaccard(set(sets[a]), set(sets[b]))
+        if agree >= 0.35 and sim >= 0.5:
+            want.append((a, b, round(sim, 4)))
+    assert len(want) >= 50
+    assert index.pairs() == want
+    focus = set(range(0, len(texts), 5))
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+
+
+def test_empty_bins_are_filled_from_the_next_non_empty_bin_to_the_right() -> None:
+    # Rotation densification, bin by bin: an empty bin takes the value of the nearest non-empty bin to its
+    # right (wrapping around) plus its distance times 0x1000193; a row with no value stays empty.
+    rnd = random.Random(3)
+    empty = 2**64 - 1
+    rows = [
+        [empty if rnd.random() < p else rnd.randrange(2**64 - 1) for _ in range(32)] for p in (0, 0.5, 0.97)
+    ]
+    rows += [[empty] * 32, [empty] * 31 + [5], [7] + [empty] * 31]
+    got = _densify(np.array(rows, dtype=np.uint64)).tolist()
+    for row, out in zip(rows, got, strict=True):
+        for j in range(32):
+            if row[j] != empty:
+                assert out[j] == row[j]
+                continue
+            d = next((d for d in range(1, 32) if row[(j + d) % 32] != empty), None)
+            want = empty if d is None else (row[(j + d) % 32] + d * 0x1000193) % 2**64
+            assert out[j] == want

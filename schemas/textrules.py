@@ -184,26 +184,31 @@ def bare_plurals(text: str | None, phrases: Mapping[str, str] | list[str] | tupl
     """Every "a"/"an" the text puts before one of `phrases` that takes none ("a loyalty points",
     "A store credit"), as written."""
     values = phrases.values() if isinstance(phrases, Mapping) else phrases
-    wrong = _wrong_phrases(tuple(values))
-    if not wrong or not text:
+    if not text:
         return []
-    if text.isascii() and all(p.isascii() for p in wrong):  # as in `doublings`: same matches, faster
-        lowered = _bare_pattern(tuple(p.lower() for p in wrong), False)
-        return [text[m.start() : m.end()] for m in lowered.finditer(text.lower())]
-    pattern = _bare_pattern(wrong, True)
+    ascii_pattern, pattern = _bare_patterns(tuple(values))
+    if pattern is None:
+        return []
+    if ascii_pattern is not None and text.isascii():  # as in `doublings`: same matches, faster
+        return [text[m.start() : m.end()] for m in ascii_pattern.finditer(text.lower())]
     return [m.group(0) for m in pattern.finditer(text)]
 
 
 @cache
-def _wrong_phrases(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The phrases that take no article, longest first (so the pattern tries them first)."""
-    return tuple(sorted({p for p in values if p.strip() and not takes_article(p)}, key=len, reverse=True))
+def _bare_patterns(values: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """For the phrases that take no article (longest first, so the pattern tries them first): the pattern for
+    lower-cased ASCII texts (None unless every such phrase is ASCII) and the case-insensitive pattern (None
+    when no phrase needs one)."""
+    wrong = tuple(sorted({p for p in values if p.strip() and not takes_article(p)}, key=len, reverse=True))
+    if not wrong:
+        return None, None
+    lowered = _bare_pattern(tuple(p.lower() for p in wrong), 0) if all(p.isascii() for p in wrong) else None
+    return lowered, _bare_pattern(wrong, re.IGNORECASE)
 
 
-@cache
-def _bare_pattern(wrong: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+def _bare_pattern(wrong: tuple[str, ...], flags: int) -> re.Pattern[str]:
     names = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in wrong)
-    return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", re.IGNORECASE if ignore_case else 0)
+    return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", flags)
 
 
 # -- names, snippets and policy windows -----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 WORD = re.compile(r"\w+")
+_WORD_ASCII = re.compile(r"\w+", re.ASCII)
 DEFAULT_THRESHOLD = 0.5
 BINS = 32  # per sketch
 SKETCHES = 3
@@ -122,7 +123,9 @@ def _batch_hashes(texts: Sequence[str | None], lo: int, hi: int, counts: np.ndar
     for i in range(lo, hi):
         text = texts[i]
         if text:
-            found = WORD.findall(text.lower())
+            low = text.lower()
+            # on ASCII text `\w` means [A-Za-z0-9_] either way; the ASCII pattern is ~30% faster
+            found = (_WORD_ASCII if low.isascii() else WORD).findall(low)
             for w in set(found).difference(cache):
                 cache[w] = _word_hash(w)
             words.extend(map(cache.__getitem__, found))

@@ -75,6 +75,9 @@ def test_hashed_shingles_give_the_same_jaccard_as_the_shingle_strings() -> None:
     # texts shorter than three words, repeated shingles, case and punctuation.
     rnd = random.Random(11)
     vocab = ["Alpha", "beta", "GAMMA", "delta", "eps", "zeta", "eta", "theta", "beta,", "(gamma)"]
+    # non-ASCII words and separators (texts holding them take the Unicode word pattern; U+212A KELVIN SIGN
+    # lower-cases to ASCII "k"): "café" is one word, "a·b" two, "naïve-ish" two
+    vocab += ["café", "Straße", "\u212aelvin", "kelvin", "a·b", "naïve-ish", "日本語", "x\u00a0y"]
     texts: list[str | None] = [
         " ".join(rnd.choice(vocab) for _ in range(rnd.randrange(0, 12))) for _ in range(300)
     ]

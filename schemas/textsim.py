@@ -218,6 +218,10 @@ class NearDuplicateIndex:
             return []
         focus_set = None if focus is None else set(focus)
         in_focus = None if focus_set is None else np.isin(live, list(focus_set))
+        marks = None
+        if focus_set is not None:
+            marks = np.zeros(len(self.rows), dtype=bool)
+            marks[list(focus_set)] = True
         stride = len(self.rows) + 1
         # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
         # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
@@ -225,6 +229,11 @@ class NearDuplicateIndex:
         pending: list[np.ndarray] = []
         waiting = 0
         sig = self.sig[live]
+        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
+        sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
+        # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
+        # of a group compared with each other in cache), and only the agreeing pairs are kept
+        agreed: list[np.ndarray] = []
         for band in range(BANDS):
             # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
             with np.errstate(over="ignore"):
@@ -258,27 +267,24 @@ class NearDuplicateIndex:
                     k = np.flatnonzero(members[d:] == members[:-d])
                     pending.append(_pack(band_live[s_order[k]], band_live[s_order[k + d]], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
-                members = band_live[order[a : a + size]]
-                ii, jj = np.triu_indices(size, k=1)
-                pending.append(_pack(members[ii], members[jj], stride))
+                agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
             waiting = sum(len(c) for c in pending)
             if waiting >= MERGE_PENDING:
                 packed = _unique(np.concatenate([packed, *pending]))
                 pending, waiting = [], 0
         if pending:
             packed = _unique(np.concatenate([packed, *pending]))
-        if not len(packed):
-            return []
-        lo, hi = packed // stride, packed % stride
-        if focus_set is not None:
-            marks = np.zeros(len(self.rows), dtype=bool)
-            marks[list(focus_set)] = True
-            keep = marks[lo] | marks[hi]
-            lo, hi = lo[keep], hi[keep]
+        lo, hi = _in_focus(packed, stride, marks)
         # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory. The
         # top byte of each half is compared first: halves that agree agree on their top byte too, so a pair whose
         # bytes agree on fewer than MIN_AGREEMENT of the values is dropped without reading the halves.
-        lo, hi = self._agreeing(lo, hi)
+        lo, hi = _agreeing(lo, hi, sig8, sig32)
+        if agreed:  # with the many-member groups' agreeing pairs: the same set as checking them all together
+            more_lo, more_hi = _in_focus(_unique(np.concatenate(agreed)), stride, marks)
+            merged = _unique(np.concatenate((lo * stride + hi, more_lo * stride + more_hi)))
+            lo, hi = merged // stride, merged % stride
+        if not len(lo):
+            return []
         out = []
         cur, set_a, size_a = -1, set(), 0
         for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
@@ -296,19 +302,56 @@ class NearDuplicateIndex:
                 out.append((a, b, round(sim, 4)))
         return sorted(out)
 
-    def _agreeing(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
-        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
-        sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
-        need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
-        keep = np.zeros(len(lo), dtype=bool)
-        step = 65_536
-        for start in range(0, len(lo), step):
-            a, b = lo[start : start + step], hi[start : start + step]
-            maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)
-            agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
-            keep[start + maybe[agree >= MIN_AGREEMENT]] = True
-        return lo[keep], hi[keep]
+
+def _in_focus(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Packed pairs as (lo, hi), only those with a marked row when `marks` is given."""
+    lo, hi = packed // stride, packed % stride
+    if marks is None:
+        return lo, hi
+    keep = marks[lo] | marks[hi]
+    return lo[keep], hi[keep]
+
+
+def _agreeing(
+    lo: np.ndarray, hi: np.ndarray, sig8: np.ndarray, sig32: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
+    need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
+    keep = np.zeros(len(lo), dtype=bool)
+    step = 65_536
+    for start in range(0, len(lo), step):
+        a, b = lo[start : start + step], hi[start : start + step]
+        maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)
+        agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
+        keep[start + maybe[agree >= MIN_AGREEMENT]] = True
+    return lo[keep], hi[keep]
+
+
+def _agreeing_within(
+    members: np.ndarray, sig8: np.ndarray, sig32: np.ndarray, stride: int, marks: np.ndarray | None
+) -> np.ndarray:
+    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires, compared block by block
+    of rows (each block's comparisons stay within ~4 MB): each row against the rows after it, or, with
+    `marks`, each marked row against all the others (the pairs without a marked row are not wanted)."""
+    m = len(members)
+    s8, s32 = sig8[members], sig32[members]
+    need = MIN_AGREEMENT * WIDTH
+    step = max(1, (1 << 22) // (m * WIDTH))
+    rows = np.arange(m) if marks is None else np.flatnonzero(marks[members])
+    out = []
+    for r0 in range(0, len(rows), step):
+        block = rows[r0 : r0 + step]
+        # without marks, block b is compared with the rows from its first one on (the pairs j > i are kept)
+        first = int(block[0]) if marks is None else 0
+        counts = (s8[block, None, :] == s8[None, first:, :]).sum(axis=2, dtype=np.uint8)
+        bi, j = np.nonzero(counts >= need)
+        i, j = block[bi], j + first
+        later = j > i if marks is None else j != i
+        i, j = i[later], j[later]
+        if len(i):
+            ok = (s32[i] == s32[j]).mean(axis=1) >= MIN_AGREEMENT
+            out.append(_pack(members[i[ok]], members[j[ok]], stride))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 def near_duplicates(

@@ -206,10 +206,20 @@ class NearDuplicateIndex:
         return both / (len(sa) + len(sb) - both)
 
     def replace(self, row: int, text: str | None) -> None:
-        hashes, _ = shingle_hashes([text])
-        self.rows[row] = hashes
-        self._sets.pop(row, None)
-        self._sign(np.array([row]), hashes, np.array([len(hashes)]))
+        self.replace_many([row], [text])
+
+    def replace_many(self, rows: Sequence[int], texts: Sequence[str | None]) -> None:
+        """`replace` for each (row, text), hashed and signed together (a row's signature depends on its own
+        shingles alone, so this is the same as replacing them one by one); rows must be distinct."""
+        if len(set(rows)) != len(rows):
+            raise ValueError("replace_many: a row is given twice")
+        for lo in range(0, len(rows), BATCH_TEXTS):
+            batch, part = list(rows[lo : lo + BATCH_TEXTS]), texts[lo : lo + BATCH_TEXTS]
+            hashes, offsets = shingle_hashes(part)
+            for k, row in enumerate(batch):
+                self.rows[row] = hashes[offsets[k] : offsets[k + 1]]
+                self._sets.pop(row, None)
+            self._sign(np.array(batch, dtype=np.int64), hashes, np.diff(offsets))
 
     def pairs(self, focus: Iterable[int] | None = None) -> list[tuple[int, int, float]]:
         """Near-duplicate pairs (i < j, similarity), optionally only those involving a row in `focus`."""

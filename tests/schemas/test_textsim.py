@@ -172,3 +172,19 @@ def test_empty_bins_are_filled_from_the_next_non_empty_bin_to_the_right() -> Non
             d = next((d for d in range(1, 32) if row[(j + d) % 32] != empty), None)
             want = empty if d is None else (row[(j + d) % 32] + d * 0x1000193) % 2**64
             assert out[j] == want
+
+
+def test_replacing_rows_together_is_replacing_them_one_by_one() -> None:
+    texts = _template_corpus()
+    rnd = random.Random(9)
+    rows = rnd.sample(range(len(texts)), 120)
+    new = [rnd.choice(texts) if k % 7 else None for k in range(len(rows))]
+    one, many = NearDuplicateIndex(texts), NearDuplicateIndex(texts)
+    for row, text in zip(rows, new, strict=True):
+        one.replace(row, text)
+    many.replace_many(rows, new)
+    assert (one.sig == many.sig).all()
+    assert all((a == b).all() for a, b in zip(one.rows, many.rows, strict=True))
+    assert one.pairs() == many.pairs() and one.pairs(focus=rows) == many.pairs(focus=rows)
+    fresh = NearDuplicateIndex([dict(zip(rows, new, strict=True)).get(i, t) for i, t in enumerate(texts)])
+    assert (fresh.sig == many.sig).all() and fresh.pairs() == many.pairs()

@@ -213,13 +213,16 @@ def _bare_pattern(wrong: tuple[str, ...], flags: int) -> re.Pattern[str]:
 
 # -- names, snippets and policy windows -----------------------------------------------------------------------
 
-_SPACE = re.compile(r"\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def norm(text: str) -> str:
-    """Lower-case with runs of whitespace collapsed to one space, trimmed (for containment tests)."""
-    return _SPACE.sub(" ", str(text)).strip().lower()
+    r"""Lower-case with runs of whitespace collapsed to one space, trimmed (for containment tests).
+
+    Whitespace is what `str.split()` splits on, which is exactly what `\s` matches in a `str` pattern (both
+    are `str.isspace`; a test checks every code point), so this is `re.sub(r"\s+", " ", text).strip()`,
+    lower-cased, at about a third of the cost."""
+    return " ".join(str(text).split()).lower()
 
 
 def contains(text: str, snippet: str) -> bool:

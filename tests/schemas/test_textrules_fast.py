@@ -104,3 +104,19 @@ def test_the_fast_paths_keep_what_was_written() -> None:
     assert bare_plurals("I offered A Loyalty  Points top-up", _PHRASES) == ["A Loyalty  Points"]
     assert norm("  Free \n Shipping ") == "free shipping"
     assert offered("We can offer free shipping.", _PHRASES, None) == ["shipping"]
+
+
+def test_norm_splits_on_exactly_what_the_whitespace_pattern_matches() -> None:
+    # `norm` collapses whitespace with str.split(); the rule is written as `\s+`. They agree on every code
+    # point, so they agree on every text.
+    space = re.compile(r"\s")
+    assert all(bool(space.fullmatch(chr(c))) == chr(c).isspace() for c in range(0x110000))
+    samples = ["  A\u00a0b\u2028c\x1cd\te\n", "", " ", "x", "Loyalty\u3000Points"]
+    for text in samples:
+        assert norm(text) == re.sub(r"\s+", " ", text).strip().lower()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_norm_is_the_whitespace_rule(text: str) -> None:
+    assert norm(text) == re.sub(r"\s+", " ", text).strip().lower()

@@ -31,7 +31,11 @@ from typing import Any
 import numpy as np
 
 WORD = re.compile(r"\w+")
-_WORD_ASCII = re.compile(r"\w+", re.ASCII)
+# ASCII text: every byte that is not a word character ([A-Za-z0-9_], what `\w` matches in ASCII) becomes a
+# space, and the words are what bytes.split() leaves: the same words as WORD.findall, ~2x faster.
+_ASCII_WORDS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256)
+)
 DEFAULT_THRESHOLD = 0.5
 BINS = 32  # per sketch
 SKETCHES = 3
@@ -41,7 +45,7 @@ MIN_AGREEMENT = 0.35
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0xD6E8FEB86659FD93))
 _ADD = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5))
 _EMPTY = np.uint64(2**64 - 1)
-_WORD_HASH: dict[str, int] = {}
+_WORD_HASH: dict[bytes, int] = {}  # a word's UTF-8 bytes -> its hash
 
 
 def shingles(text: str | None, k: int = 3) -> frozenset[str]:
@@ -85,8 +89,9 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
-def _word_hash(word: str) -> int:
-    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+def _word_hash(word: bytes) -> int:
+    """The word's hash: BLAKE2b (64 bits) of its UTF-8 bytes."""
+    return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
 
 
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
@@ -124,8 +129,10 @@ def _batch_hashes(texts: Sequence[str | None], lo: int, hi: int, counts: np.ndar
         text = texts[i]
         if text:
             low = text.lower()
-            # on ASCII text `\w` means [A-Za-z0-9_] either way; the ASCII pattern is ~30% faster
-            found = (_WORD_ASCII if low.isascii() else WORD).findall(low)
+            if low.isascii():
+                found = low.encode("ascii").translate(_ASCII_WORDS).split()
+            else:
+                found = [w.encode() for w in WORD.findall(low)]
             for w in set(found).difference(cache):
                 cache[w] = _word_hash(w)
             words.extend(map(cache.__getitem__, found))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.textsim import NearDuplicateIndex, _densify, jaccard, near_duplicates, shingle_hashes, shingles
 from tests.conftest import REPO
@@ -188,3 +190,23 @@ def test_replacing_rows_together_is_replacing_them_one_by_one() -> None:
     assert one.pairs() == many.pairs() and one.pairs(focus=rows) == many.pairs(focus=rows)
     fresh = NearDuplicateIndex([dict(zip(rows, new, strict=True)).get(i, t) for i, t in enumerate(texts)])
     assert (fresh.sig == many.sig).all() and fresh.pairs() == many.pairs()
+
+
+_ASCII_OR_NOT = st.one_of(
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=60),
+    st.text(alphabet=st.sampled_from(list("ab_1 ,.\t\n\x00\x1f\x7fé\u212a")), max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ASCII_OR_NOT, min_size=2, max_size=6))
+def test_hashed_shingles_follow_the_word_pattern_on_any_text(texts: list[str]) -> None:
+    # ASCII texts are split into words by a byte table, others by the `\w+` pattern: either way the hashed
+    # shingles must be the string shingles (`shingles`, WORD.findall) one for one.
+    hashes, offsets = shingle_hashes(texts)
+    sets = [frozenset(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(texts))]
+    strings = [shingles(t) for t in texts]
+    for i, t in enumerate(texts):
+        assert len(sets[i]) == len(strings[i]), t
+        for j in range(i + 1, len(texts)):
+            assert jaccard(sets[i], sets[j]) == jaccard(strings[i], strings[j]), (t, texts[j])

@@ -379,8 +379,7 @@ async def _regenerate_near_duplicates(
         redo = set()
         for fname, index in indexes.items():
             column = frame[fname].tolist()
-            for r in rows:
-                index.replace(r, column[r])
+            index.replace_many(rows, [column[r] for r in rows])
             for i, j, _ in index.pairs(focus=rows):
                 redo.add(j if j in changed else i)
         stalled = 0 if len(redo) < best else stalled + 1

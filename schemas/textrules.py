@@ -126,11 +126,19 @@ def field_problem(text: str, limit: int | None, prose: bool) -> str | None:
 _FIRST = "a|an|the|my|your|our|their|his|its"
 _SECOND = "a|an|the|my|your|our|their"
 DOUBLING = re.compile(rf"\b(?:{_FIRST})\s+(?:{_SECOND})\b", re.IGNORECASE)
+# The same pattern without IGNORECASE, for ASCII texts lower-cased first (about twice as fast): lower-casing
+# ASCII keeps every character's position, and for ASCII text and an ASCII pattern ignoring case is exactly
+# matching the lower-cased text. Texts with other characters keep the IGNORECASE pattern (Unicode case folding
+# is more than `str.lower`, e.g. U+212A KELVIN SIGN matches "k").
+_DOUBLING_LOWER = re.compile(rf"\b(?:{_FIRST})\s+(?:{_SECOND})\b")
 
 
 def doublings(text: str | None) -> list[str]:
     """Every article/determiner doubling in the text ("My the", "the the", "a the"), as written."""
-    return [m.group(0) for m in DOUBLING.finditer(text or "")]
+    text = text or ""
+    if text.isascii():
+        return [text[m.start() : m.end()] for m in _DOUBLING_LOWER.finditer(text.lower())]
+    return [m.group(0) for m in DOUBLING.finditer(text)]
 
 
 # Nouns that take no "a"/"an" (mass nouns); a phrase ending in a plural ("loyalty points") takes none either.
@@ -176,28 +184,45 @@ def bare_plurals(text: str | None, phrases: Mapping[str, str] | list[str] | tupl
     """Every "a"/"an" the text puts before one of `phrases` that takes none ("a loyalty points",
     "A store credit"), as written."""
     values = phrases.values() if isinstance(phrases, Mapping) else phrases
-    wrong = sorted({p for p in values if p.strip() and not takes_article(p)}, key=len, reverse=True)
-    if not wrong or not text:
+    if not text:
         return []
-    pattern = _bare_pattern(tuple(wrong))
+    ascii_pattern, pattern = _bare_patterns(tuple(values))
+    if pattern is None:
+        return []
+    if ascii_pattern is not None and text.isascii():  # as in `doublings`: same matches, faster
+        return [text[m.start() : m.end()] for m in ascii_pattern.finditer(text.lower())]
     return [m.group(0) for m in pattern.finditer(text)]
 
 
 @cache
-def _bare_pattern(wrong: tuple[str, ...]) -> re.Pattern[str]:
+def _bare_patterns(values: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """For the phrases that take no article (longest first, so the pattern tries them first): the pattern for
+    lower-cased ASCII texts (None unless every such phrase is ASCII) and the case-insensitive pattern (None
+    when no phrase needs one)."""
+    wrong = tuple(sorted({p for p in values if p.strip() and not takes_article(p)}, key=len, reverse=True))
+    if not wrong:
+        return None, None
+    lowered = _bare_pattern(tuple(p.lower() for p in wrong), 0) if all(p.isascii() for p in wrong) else None
+    return lowered, _bare_pattern(wrong, re.IGNORECASE)
+
+
+def _bare_pattern(wrong: tuple[str, ...], flags: int) -> re.Pattern[str]:
     names = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in wrong)
-    return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", re.IGNORECASE)
+    return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", flags)
 
 
 # -- names, snippets and policy windows -----------------------------------------------------------------------
 
-_SPACE = re.compile(r"\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def norm(text: str) -> str:
-    """Lower-case with runs of whitespace collapsed to one space, trimmed (for containment tests)."""
-    return _SPACE.sub(" ", str(text)).strip().lower()
+    r"""Lower-case with runs of whitespace collapsed to one space, trimmed (for containment tests).
+
+    Whitespace is what `str.split()` splits on, which is exactly what `\s` matches in a `str` pattern (both
+    are `str.isspace`; a test checks every code point), so this is `re.sub(r"\s+", " ", text).strip()`,
+    lower-cased, at about a third of the cost."""
+    return " ".join(str(text).split()).lower()
 
 
 def contains(text: str, snippet: str) -> bool:
@@ -253,13 +278,27 @@ def offered(text: str, phrases: Mapping[str, str], issue_name: str | None) -> li
     """The remedies (keys of `phrases`, sorted) whose canonical phrase `text` uses, outside mentions of the
     case's issue name."""
     lowered = norm(text)
-    if issue_name and norm(issue_name):
-        lowered = lowered.replace(norm(issue_name), " ")
+    if issue_name:
+        name = _norm_name(issue_name)
+        if name:
+            lowered = lowered.replace(name, " ")
     return [
         remedy
-        for remedy, phrase in sorted(phrases.items())
-        if norm(phrase) and norm(phrase) in lowered and _phrase(phrase).search(lowered)
+        for remedy, normed, pattern in _offer_patterns(tuple(sorted(phrases.items())))
+        if normed in lowered and pattern.search(lowered)
     ]
+
+
+@cache
+def _norm_name(name: str) -> str:
+    """`norm` of an issue name (a few dozen distinct names, each seen by thousands of texts)."""
+    return norm(name)
+
+
+@cache
+def _offer_patterns(phrases: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    """(remedy, normalised phrase, its word-bounded pattern) for every remedy whose phrase is not blank."""
+    return tuple((remedy, norm(phrase), _phrase(phrase)) for remedy, phrase in phrases if norm(phrase))
 
 
 ZERO_PRICE_PATTERN = re.compile(r"\$\s?0+(?:\.0+)?(?![.,]?\d)")

@@ -31,6 +31,11 @@ from typing import Any
 import numpy as np
 
 WORD = re.compile(r"\w+")
+# ASCII text: every byte that is not a word character ([A-Za-z0-9_], what `\w` matches in ASCII) becomes a
+# space, and the words are what bytes.split() leaves: the same words as WORD.findall, ~2x faster.
+_ASCII_WORDS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256)
+)
 DEFAULT_THRESHOLD = 0.5
 BINS = 32  # per sketch
 SKETCHES = 3
@@ -40,7 +45,7 @@ MIN_AGREEMENT = 0.35
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0xD6E8FEB86659FD93))
 _ADD = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5))
 _EMPTY = np.uint64(2**64 - 1)
-_WORD_HASH: dict[str, int] = {}
+_WORD_HASH: dict[bytes, int] = {}  # a word's UTF-8 bytes -> its hash
 
 
 def shingles(text: str | None, k: int = 3) -> frozenset[str]:
@@ -57,23 +62,24 @@ def jaccard(a: AbstractSet[Any], b: AbstractSet[Any]) -> float:
 
 
 def _densify(block: np.ndarray) -> np.ndarray:
-    """Fill each empty bin from the next non-empty bin to its right (circularly), offset by the distance."""
-    out = block.copy()
-    n = block.shape[1]
+    """Fill each empty bin from the next non-empty bin to its right (circularly), offset by the distance.
+
+    Vectorised: the block is laid twice side by side, and for every column the nearest non-empty column at or
+    after it is a running minimum from the right; a row with no non-empty bin stays empty."""
     empty = block == _EMPTY
     if not empty.any():
-        return out
-    for j in range(n):
-        todo = empty[:, j]
-        if not todo.any():
-            continue
-        for d in range(1, n):
-            src = block[:, (j + d) % n]
-            take = todo & (src != _EMPTY)
-            out[take, j] = src[take] + np.uint64(d) * np.uint64(0x1000193)
-            todo &= ~take
-            if not todo.any():
-                break
+        return block.copy()
+    n = block.shape[1]
+    twice = np.concatenate((block, block), axis=1)
+    columns = np.arange(2 * n)
+    nearest = np.where(np.concatenate((~empty, ~empty), axis=1), columns, 2 * n)
+    nearest = np.minimum.accumulate(nearest[:, ::-1], axis=1)[:, ::-1][:, :n]
+    found = nearest < 2 * n
+    rows = np.nonzero(empty & found)
+    source = nearest[rows]
+    distance = (source - rows[1]).astype(np.uint64)
+    out = block.copy()
+    out[rows] = twice[rows[0], source] + distance * np.uint64(0x1000193)
     return out
 
 
@@ -83,8 +89,9 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
-def _word_hash(word: str) -> int:
-    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+def _word_hash(word: bytes) -> int:
+    """The word's hash: BLAKE2b (64 bits) of its UTF-8 bytes."""
+    return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
 
 
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
@@ -121,7 +128,11 @@ def _batch_hashes(texts: Sequence[str | None], lo: int, hi: int, counts: np.ndar
     for i in range(lo, hi):
         text = texts[i]
         if text:
-            found = WORD.findall(text.lower())
+            low = text.lower()
+            if low.isascii():
+                found = low.encode("ascii").translate(_ASCII_WORDS).split()
+            else:
+                found = [w.encode() for w in WORD.findall(low)]
             for w in set(found).difference(cache):
                 cache[w] = _word_hash(w)
             words.extend(map(cache.__getitem__, found))
@@ -202,17 +213,32 @@ class NearDuplicateIndex:
         return both / (len(sa) + len(sb) - both)
 
     def replace(self, row: int, text: str | None) -> None:
-        hashes, _ = shingle_hashes([text])
-        self.rows[row] = hashes
-        self._sets.pop(row, None)
-        self._sign(np.array([row]), hashes, np.array([len(hashes)]))
+        self.replace_many([row], [text])
+
+    def replace_many(self, rows: Sequence[int], texts: Sequence[str | None]) -> None:
+        """`replace` for each (row, text), hashed and signed together (a row's signature depends on its own
+        shingles alone, so this is the same as replacing them one by one); rows must be distinct."""
+        if len(set(rows)) != len(rows):
+            raise ValueError("replace_many: a row is given twice")
+        for lo in range(0, len(rows), BATCH_TEXTS):
+            batch, part = list(rows[lo : lo + BATCH_TEXTS]), texts[lo : lo + BATCH_TEXTS]
+            hashes, offsets = shingle_hashes(part)
+            for k, row in enumerate(batch):
+                self.rows[row] = hashes[offsets[k] : offsets[k + 1]]
+                self._sets.pop(row, None)
+            self._sign(np.array(batch, dtype=np.int64), hashes, np.diff(offsets))
 
     def pairs(self, focus: Iterable[int] | None = None) -> list[tuple[int, int, float]]:
         """Near-duplicate pairs (i < j, similarity), optionally only those involving a row in `focus`."""
-        live = np.array([i for i, r in enumerate(self.rows) if len(r)], dtype=np.int64)
+        live = np.flatnonzero(np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows)))
         if len(live) < 2:
             return []
         focus_set = None if focus is None else set(focus)
+        in_focus = None if focus_set is None else np.isin(live, list(focus_set))
+        marks = None
+        if focus_set is not None:
+            marks = np.zeros(len(self.rows), dtype=bool)
+            marks[list(focus_set)] = True
         stride = len(self.rows) + 1
         # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
         # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
@@ -220,14 +246,19 @@ class NearDuplicateIndex:
         pending: list[np.ndarray] = []
         waiting = 0
         sig = self.sig[live]
+        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
+        sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
+        # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
+        # of a group compared with each other in cache), and only the agreeing pairs are kept
+        agreed: list[np.ndarray] = []
         for band in range(BANDS):
             # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
             with np.errstate(over="ignore"):
                 keyv = np.zeros(len(live), dtype=np.uint64)
                 for r in range(ROWS):
                     keyv = (keyv ^ sig[:, band * ROWS + r]) * _MIX[r % len(_MIX)]
-            if focus_set is not None:
-                focus_keys = _unique(keyv[np.isin(live, list(focus_set))])
+            if in_focus is not None:
+                focus_keys = _unique(keyv[in_focus])
                 inside = np.isin(keyv, focus_keys)
                 band_live, keyv = live[inside], keyv[inside]
             else:
@@ -239,45 +270,105 @@ class NearDuplicateIndex:
             cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
             starts = np.concatenate(([0], cuts))
             sizes = np.diff(np.concatenate((starts, [len(order)])))
-            group = np.repeat(np.arange(len(starts)), sizes)
             big = sizes > 64
-            for d in range(1, int(min(sizes.max(), 65))):
-                same = group[d:] == group[:-d]
-                same &= ~big[group[d:]]
-                k = np.flatnonzero(same)
-                pending.append(_pack(band_live[order[k]], band_live[order[k + d]], stride))
+            # pairs within the groups of 2..64 members, as (member, member d places later); the groups of one
+            # member (most of them) are dropped first, and d stops at the largest group left
+            small = (sizes >= 2) & ~big
+            if small.any():
+                s_starts, s_sizes = starts[small], sizes[small]
+                members = np.repeat(np.arange(len(s_starts)), s_sizes)
+                s_order = order[
+                    np.repeat(s_starts - np.cumsum(s_sizes) + s_sizes, s_sizes) + np.arange(len(members))
+                ]
+                for d in range(1, int(s_sizes.max())):
+                    k = np.flatnonzero(members[d:] == members[:-d])
+                    pending.append(_pack(band_live[s_order[k]], band_live[s_order[k + d]], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
-                members = band_live[order[a : a + size]]
-                ii, jj = np.triu_indices(size, k=1)
-                pending.append(_pack(members[ii], members[jj], stride))
+                agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
             waiting = sum(len(c) for c in pending)
             if waiting >= MERGE_PENDING:
                 packed = _unique(np.concatenate([packed, *pending]))
                 pending, waiting = [], 0
         if pending:
             packed = _unique(np.concatenate([packed, *pending]))
-        if not len(packed):
+        lo, hi = _in_focus(packed, stride, marks)
+        # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory. The
+        # top byte of each half is compared first: halves that agree agree on their top byte too, so a pair whose
+        # bytes agree on fewer than MIN_AGREEMENT of the values is dropped without reading the halves.
+        lo, hi = _agreeing(lo, hi, sig8, sig32)
+        if agreed:  # with the many-member groups' agreeing pairs: the same set as checking them all together
+            more_lo, more_hi = _in_focus(_unique(np.concatenate(agreed)), stride, marks)
+            merged = _unique(np.concatenate((lo * stride + hi, more_lo * stride + more_hi)))
+            lo, hi = merged // stride, merged % stride
+        if not len(lo):
             return []
-        lo, hi = packed // stride, packed % stride
-        if focus_set is not None:
-            marks = np.zeros(len(self.rows), dtype=bool)
-            marks[list(focus_set)] = True
-            keep = marks[lo] | marks[hi]
-            lo, hi = lo[keep], hi[keep]
-        # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory.
-        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
-        agree = np.empty(len(lo))
-        for start in range(0, len(lo), 16_384):
-            a, b = lo[start : start + 16_384], hi[start : start + 16_384]
-            agree[start : start + 16_384] = (sig32[a] == sig32[b]).mean(axis=1)
         out = []
-        for a, b in zip(
-            lo[agree >= MIN_AGREEMENT].tolist(), hi[agree >= MIN_AGREEMENT].tolist(), strict=True
-        ):
-            sim = self.similarity(a, b)
+        cur, set_a, size_a = -1, set(), 0
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+            # exact Jaccard (`similarity`), the row a's set built once for its run of partners (lo is sorted)
+            if a != cur:
+                da = self._distinct(a)
+                cur, set_a, size_a = a, set(da.tolist()), len(da)
+            db = self._distinct(b)
+            if not size_a and not len(db):
+                sim = 1.0
+            else:
+                both = len(set_a.intersection(db.tolist()))
+                sim = both / (size_a + len(db) - both)
             if sim >= self.threshold:
                 out.append((a, b, round(sim, 4)))
         return sorted(out)
+
+
+def _in_focus(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Packed pairs as (lo, hi), only those with a marked row when `marks` is given."""
+    lo, hi = packed // stride, packed % stride
+    if marks is None:
+        return lo, hi
+    keep = marks[lo] | marks[hi]
+    return lo[keep], hi[keep]
+
+
+def _agreeing(
+    lo: np.ndarray, hi: np.ndarray, sig8: np.ndarray, sig32: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
+    need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
+    keep = np.zeros(len(lo), dtype=bool)
+    step = 65_536
+    for start in range(0, len(lo), step):
+        a, b = lo[start : start + step], hi[start : start + step]
+        maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)
+        agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
+        keep[start + maybe[agree >= MIN_AGREEMENT]] = True
+    return lo[keep], hi[keep]
+
+
+def _agreeing_within(
+    members: np.ndarray, sig8: np.ndarray, sig32: np.ndarray, stride: int, marks: np.ndarray | None
+) -> np.ndarray:
+    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires, compared block by block
+    of rows (each block's comparisons stay within ~4 MB): each row against the rows after it, or, with
+    `marks`, each marked row against all the others (the pairs without a marked row are not wanted)."""
+    m = len(members)
+    s8, s32 = sig8[members], sig32[members]
+    need = MIN_AGREEMENT * WIDTH
+    step = max(1, (1 << 22) // (m * WIDTH))
+    rows = np.arange(m) if marks is None else np.flatnonzero(marks[members])
+    out = []
+    for r0 in range(0, len(rows), step):
+        block = rows[r0 : r0 + step]
+        # without marks, block b is compared with the rows from its first one on (the pairs j > i are kept)
+        first = int(block[0]) if marks is None else 0
+        counts = (s8[block, None, :] == s8[None, first:, :]).sum(axis=2, dtype=np.uint8)
+        bi, j = np.nonzero(counts >= need)
+        i, j = block[bi], j + first
+        later = j > i if marks is None else j != i
+        i, j = i[later], j[later]
+        if len(i):
+            ok = (s32[i] == s32[j]).mean(axis=1) >= MIN_AGREEMENT
+            out.append(_pack(members[i[ok]], members[j[ok]], stride))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 def near_duplicates(

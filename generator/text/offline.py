@@ -72,6 +72,7 @@ class OfflineWriter(TextWriter):
         self.seed = seed
         self.company = company
         self._formal_of: dict[str, bool] = {}  # name -> spells out contractions (`_formal`)
+        self._persona_of: dict[str, voices.Persona] = {}  # customer -> their voice (`_persona`)
 
     @classmethod
     def for_run(cls, seed: int, profile: Profile, options: tuple[tuple[str, Any], ...]) -> OfflineWriter:
@@ -430,7 +431,12 @@ class OfflineWriter(TextWriter):
     def _persona(self, f: Mapping[str, Any]) -> voices.Persona:
         """The customer's voice, the same in every text they write (seeded by the customer)."""
         who = f.get("customer_key") or f"{f.get('customer_first', '')} {f.get('customer_last', '')}"
-        return voices.persona(random.Random(derive_seed(self.seed, "persona", who)))
+        known = self._persona_of.get(who)  # a function of (seed, who) alone, so drawn once per customer
+        if known is None:
+            known = self._persona_of[who] = voices.persona(
+                random.Random(derive_seed(self.seed, "persona", who))
+            )
+        return known
 
     def _case(self, rng: random.Random, f: Mapping[str, Any]) -> dict[str, Any]:
         issue = str(f["issue"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 def compose(rng: random.Random, *slots: Sequence[str]) -> str:
     """One piece per slot, joined as written (pieces carry their own spaces and punctuation)."""
-    return "".join(rng.choice(list(slot)) for slot in slots)
+    return "".join([rng.choice(slot) for slot in slots])  # `choice` indexes any sequence as it would a list
 
 
 def cap(text: str) -> str:

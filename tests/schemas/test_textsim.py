@@ -6,7 +6,11 @@ import random
 import subprocess
 import sys
 
-from schemas.textsim import jaccard, near_duplicates, shingle_hashes, shingles
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.textsim import NearDuplicateIndex, _densify, jaccard, near_duplicates, shingle_hashes, shingles
 from tests.conftest import REPO
 
 
@@ -73,6 +77,9 @@ def test_hashed_shingles_give_the_same_jaccard_as_the_shingle_strings() -> None:
     # texts shorter than three words, repeated shingles, case and punctuation.
     rnd = random.Random(11)
     vocab = ["Alpha", "beta", "GAMMA", "delta", "eps", "zeta", "eta", "theta", "beta,", "(gamma)"]
+    # non-ASCII words and separators (texts holding them take the Unicode word pattern; U+212A KELVIN SIGN
+    # lower-cases to ASCII "k"): "café" is one word, "a·b" two, "naïve-ish" two
+    vocab += ["café", "Straße", "\u212aelvin", "kelvin", "a·b", "naïve-ish", "日本語", "x\u00a0y"]
     texts: list[str | None] = [
         " ".join(rnd.choice(vocab) for _ in range(rnd.randrange(0, 12))) for _ in range(300)
     ]
@@ -102,3 +109,104 @@ def test_every_pair_at_or_above_the_threshold_is_found_in_a_small_corpus() -> No
                 want.add((i, j))
     assert len(want) >= 20
     assert {(a, b) for a, b, _ in near_duplicates(texts)} == want
+
+
+def _template_corpus() -> list[str | None]:
+    # Texts from a few templates with small slots: many share band keys, in groups of 2 to several hundred,
+    # as the offline writer's texts do; some are near-duplicates and most are not.
+    rnd = random.Random(7)
+    templates = [
+        "my order {a} arrived {b} and the {c} was {d} so I want {e}",
+        "hello team the {a} I bought last {b} stopped {c} after {d} days please {e}",
+        "{a} {b} {c} {d} {e}",
+    ]
+    slots = [f"s{i}" for i in range(4)]
+    texts: list[str | None] = []
+    for k in range(900):
+        t = templates[k % 3]
+        fill = {x: " ".join(rnd.choice(slots) for _ in range(rnd.randrange(1, 3))) for x in "abcde"}
+        texts.append(t.format(**fill))
+    return [*texts, None, "", "one two", "one two"]
+
+
+def test_pairs_follow_the_documented_search_exactly() -> None:
+    # The module docstring's procedure restated pair by pair (O(n²)) on the index's own signatures: a
+    # candidate shares one band's 3 values, is kept when its 32-bit halves agree on >= 35% of the 96 values,
+    # and is reported when its exact shingle Jaccard is >= 0.5. Groups here reach hundreds of members.
+    texts = _template_corpus()
+    index = NearDuplicateIndex(texts)
+    sig = [row.tolist() for row in index.sig]
+    sets = [shingle_hashes([t])[0].tolist() for t in texts]
+    live = [i for i in range(len(texts)) if sets[i]]
+    bands: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for i in live:
+        for band in range(32):
+            bands.setdefault((band, tuple(sig[i][band * 3 : band * 3 + 3])), []).append(i)
+    assert max(len(g) for g in bands.values()) > 64  # the many-member path is exercised
+    candidates = {(a, b) for g in bands.values() for x, a in enumerate(g) for b in g[x + 1 :]}
+    want = []
+    for a, b in sorted(candidates):
+        agree = sum((x >> 32) == (y >> 32) for x, y in zip(sig[a], sig[b], strict=True)) / 96
+        sim = jaccard(set(sets[a]), set(sets[b]))
+        if agree >= 0.35 and sim >= 0.5:
+            want.append((a, b, round(sim, 4)))
+    assert len(want) >= 50
+    assert index.pairs() == want
+    focus = set(range(0, len(texts), 5))
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+
+
+def test_empty_bins_are_filled_from_the_next_non_empty_bin_to_the_right() -> None:
+    # Rotation densification, bin by bin: an empty bin takes the value of the nearest non-empty bin to its
+    # right (wrapping around) plus its distance times 0x1000193; a row with no value stays empty.
+    rnd = random.Random(3)
+    empty = 2**64 - 1
+    rows = [
+        [empty if rnd.random() < p else rnd.randrange(2**64 - 1) for _ in range(32)] for p in (0, 0.5, 0.97)
+    ]
+    rows += [[empty] * 32, [empty] * 31 + [5], [7] + [empty] * 31]
+    got = _densify(np.array(rows, dtype=np.uint64)).tolist()
+    for row, out in zip(rows, got, strict=True):
+        for j in range(32):
+            if row[j] != empty:
+                assert out[j] == row[j]
+                continue
+            d = next((d for d in range(1, 32) if row[(j + d) % 32] != empty), None)
+            want = empty if d is None else (row[(j + d) % 32] + d * 0x1000193) % 2**64
+            assert out[j] == want
+
+
+def test_replacing_rows_together_is_replacing_them_one_by_one() -> None:
+    texts = _template_corpus()
+    rnd = random.Random(9)
+    rows = rnd.sample(range(len(texts)), 120)
+    new = [rnd.choice(texts) if k % 7 else None for k in range(len(rows))]
+    one, many = NearDuplicateIndex(texts), NearDuplicateIndex(texts)
+    for row, text in zip(rows, new, strict=True):
+        one.replace(row, text)
+    many.replace_many(rows, new)
+    assert (one.sig == many.sig).all()
+    assert all((a == b).all() for a, b in zip(one.rows, many.rows, strict=True))
+    assert one.pairs() == many.pairs() and one.pairs(focus=rows) == many.pairs(focus=rows)
+    fresh = NearDuplicateIndex([dict(zip(rows, new, strict=True)).get(i, t) for i, t in enumerate(texts)])
+    assert (fresh.sig == many.sig).all() and fresh.pairs() == many.pairs()
+
+
+_ASCII_OR_NOT = st.one_of(
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=60),
+    st.text(alphabet=st.sampled_from(list("ab_1 ,.\t\n\x00\x1f\x7fé\u212a")), max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ASCII_OR_NOT, min_size=2, max_size=6))
+def test_hashed_shingles_follow_the_word_pattern_on_any_text(texts: list[str]) -> None:
+    # ASCII texts are split into words by a byte table, others by the `\w+` pattern: either way the hashed
+    # shingles must be the string shingles (`shingles`, WORD.findall) one for one.
+    hashes, offsets = shingle_hashes(texts)
+    sets = [frozenset(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(texts))]
+    strings = [shingles(t) for t in texts]
+    for i, t in enumerate(texts):
+        assert len(sets[i]) == len(strings[i]), t
+        for j in range(i + 1, len(texts)):
+            assert jaccard(sets[i], sets[j]) == jaccard(strings[i], strings[j]), (t, texts[j])

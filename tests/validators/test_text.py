@@ -6,6 +6,7 @@ import itertools
 import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from schemas.textrules import bare_plurals, indefinite
@@ -146,3 +147,58 @@ def test_task_queries_that_double_a_determiner_are_format_disagreements() -> Non
     assert [d.found for d in found] == ["my the"]
     clean = {**doc, "query": "How long after buying can I return my jacket?"}
     assert [d for d in check_tasks_format([clean]) if "doubled" in d.message] == []
+
+
+_EDGE_TEXTS = [
+    "The the box",  # at a text's start
+    "it came in my the",  # at its end
+    "It cost $0",
+    "5 stars",  # a text starting with a digit after one ending in "$0"
+    "It cost $0.",
+    "99 problems",
+    "paid $0.99 for it",
+    "A loyalty points top-up",
+    "ordered an\x00the item",  # a NUL inside a text
+    "his\x00 the",
+    "fine text",
+    "an",
+    "the",  # "an" + join + "the" must not read as a doubling
+    "a",
+    "loyalty points",
+    "",
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_column_screening_finds_what_the_per_record_rules_find(seed: int) -> None:
+    # The per-column screen (texts joined by a NUL, one scan) must neither hide nor invent a finding: the
+    # findings are exactly the records whose own text breaks the rule, judged one by one.
+    from schemas.textrules import doublings, zero_price
+    from validators.text import _doublings, zero_prices
+
+    rnd = random.Random(seed)
+    clean = [
+        "fine text",
+        "an",
+        "the",
+        "a",
+        "loyalty points",
+        "",
+        "5 stars",
+        "99 problems",
+        "paid $0.99 for it",
+    ]
+    pool = _EDGE_TEXTS if seed % 2 else clean  # odd seeds plant findings, even ones have none
+    texts: list[str | None] = [rnd.choice(pool) for _ in range(40)] + [None]
+    rnd.shuffle(texts)
+    ids = [f"500{i:015d}" for i in range(len(texts))]
+    frame = pd.DataFrame({"Id": ids, "_line": range(2, len(texts) + 2), "Description": texts})
+    raw = {"Case": frame}
+    want_doubled = {i for i, t in zip(ids, texts, strict=True) if isinstance(t, str) and doublings(t)}
+    want_zero = {i for i, t in zip(ids, texts, strict=True) if isinstance(t, str) and zero_price(t)}
+    assert {f.record for f in _doublings(raw)} == want_doubled
+    assert {f.record for f in zero_prices(raw)} == want_zero
+    if seed % 2:
+        assert want_doubled and want_zero
+    else:
+        assert not want_doubled and not want_zero

@@ -477,6 +477,10 @@ class AssignmentCodes:
     case_of_case: np.ndarray  # per Case row: its Id's code in the CaseId__c numbering
     owner_of_case: np.ndarray  # per Case row: its OwnerId's code in the NewValue__c numbering
     closed: np.ndarray  # per Case row: Status == "Closed"
+    handle_columns: (
+        pd.DataFrame
+    )  # the Case columns HTU reads (a narrow frame: a window's rows are cheap to take)
+    old_values: pd.Series  # OldValue__c of the assignment rows, the one column TCU reads
 
 
 def assignment_codes(data: OrgData) -> AssignmentCodes:
@@ -494,6 +498,8 @@ def assignment_codes(data: OrgData) -> AssignmentCodes:
             case_of_case=case_index.get_indexer(cases["Id"]),
             owner_of_case=agent_index.get_indexer(cases["OwnerId"]),
             closed=(cases["Status"] == "Closed").to_numpy(dtype=bool),
+            handle_columns=cases[["OwnerId", "CreatedDate", "ClosedDate"]],
+            old_values=rows["OldValue__c"],
         )
     return data.cache["assignment_codes"]
 
@@ -516,7 +522,7 @@ def _member(codes: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     """The cases HTU averages (handle_time.py), in frame order: created in [start, end), Closed, owned by a
     qualified agent, with exactly one Owner Assignment row in [start, end]. The same rows as the masks over
-    the frames, by counting codes."""
+    the frames, by counting codes; only the columns HTU reads (OwnerId, CreatedDate, ClosedDate)."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
     qualified = qualified_mask(codes, rows, n_cases)
@@ -525,16 +531,16 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     keep = (
         _member(codes.owner_of_case[c], qualified) & _member(codes.case_of_case[c], single) & codes.closed[c]
     )
-    return data.cases.iloc[c[keep]]
+    return codes.handle_columns.iloc[c[keep]]
 
 
-def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
-    """TCU's moves (transfer_count.py), in frame order: Owner Assignment rows in [start, end] whose previous
-    owner is a qualified agent."""
+def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:
+    """TCU's moves (transfer_count.py), in frame order: OldValue__c of the Owner Assignment rows in
+    [start, end] whose previous owner is a qualified agent."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
     qualified = qualified_mask(codes, rows, n_cases)
-    return data.assignments.iloc[rows[_member(codes.old_owner[rows], qualified)]]
+    return codes.old_values.iloc[rows[_member(codes.old_owner[rows], qualified)]]
 
 
 def cases_clause(n: int) -> str:

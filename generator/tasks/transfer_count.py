@@ -43,7 +43,7 @@ TCU_POLICY = """## Transfer Count Policy
 
 def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
     moves = transfers_from(data, window_from_params(params), int(params["n_cases"]))
-    counts = moves["OldValue__c"].value_counts()
+    counts = moves.value_counts()
     return pick_extreme({str(k): float(v) for k, v in counts.items()}, str(params["extrema"]))
 
 

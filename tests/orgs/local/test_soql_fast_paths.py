@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orgs.local.soql import ast, parse, tokenize
 from orgs.local.soql import tokens as tokens_module
@@ -70,3 +72,30 @@ def test_a_long_in_list_parses_to_one_literal_per_value_at_its_offset() -> None:
     assert got == [
         (o, "string", d, f"'{v}'") for o, d, v in zip(expected_offsets, decoded, values, strict=True)
     ]
+
+
+_PLAIN = st.text(
+    alphabet=st.characters(blacklist_characters="'\\\n\r", blacklist_categories=("Cs",)), max_size=8
+)
+_GAP = st.text(alphabet=" \t", max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_PLAIN, _GAP, _GAP), min_size=1, max_size=30),
+    st.text(alphabet=" \t\n", max_size=3),
+    st.sampled_from(["", ") AND Status = 'x'", ",", ", 'a'x", "\n, 'b')"]),
+)
+def test_any_string_run_tokenizes_as_the_general_path(
+    parts: list[tuple[str, str, str]], lead: str, tail: str
+) -> None:
+    """Runs of plain strings with any spacing around their commas (commas, spaces, tabs and any other
+    character inside the strings; a line break before the list; a tail that ends or breaks the run): the
+    fast path's tokens are the general path's, field by field."""
+    items = "".join(
+        f"{before},{after}'{value}'" if i else f"'{value}'" for i, (value, before, after) in enumerate(parts)
+    )
+    text = f"SELECT Id FROM Case WHERE{lead}Id IN ({items}{tail}"
+    with pytest.MonkeyPatch.context() as m:
+        fast, general = _both(m, tokenize, text)
+    assert fast == general

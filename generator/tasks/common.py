@@ -336,9 +336,14 @@ class OrgData:
     def created_between(self, name: str, start: datetime, end: datetime, end_included: bool) -> pd.DataFrame:
         """The rows of `name` whose CreatedDate is in [start, end) (or [start, end]), in the frame's order: the
         same rows as the boolean mask over the whole frame, found by binary search on the sorted dates."""
-        key = f"created_order:{name}"
         frame: pd.DataFrame = getattr(self, name)
+        return frame.iloc[self.created_positions(name, start, end, end_included)]
+
+    def created_positions(self, name: str, start: datetime, end: datetime, end_included: bool) -> np.ndarray:
+        """The positions (in frame order) of the rows `created_between` returns."""
+        key = f"created_order:{name}"
         if key not in self.cache:
+            frame: pd.DataFrame = getattr(self, name)
             stamps = frame["CreatedDate"].to_numpy(dtype="datetime64[ns]")
             known = np.flatnonzero(~np.isnat(stamps))  # NaT is in no window
             order = known[np.argsort(stamps[known], kind="stable")]
@@ -348,7 +353,7 @@ class OrgData:
         hi = np.searchsorted(
             sorted_stamps, np.datetime64(end, "ns"), side="right" if end_included else "left"
         )
-        return frame.iloc[np.sort(order[lo:hi])]
+        return np.sort(order[lo:hi])
 
     def issue_key(self, issue_id: str) -> str:
         return str(self.latent_issues.loc[issue_id, "_issue_key"])
@@ -457,13 +462,85 @@ def today_line(today: date) -> str:
 SUFFIX_AGENT = "Return only the Id of the agent (a User Id), or None if no agent qualifies."
 
 
-def window_assignments(data: OrgData, w: Window) -> pd.DataFrame:
-    return data.created_between("assignments", w.start, w.end, end_included=True)
+@dataclass(frozen=True)
+class AssignmentCodes:
+    """The Owner Assignment rows as integer codes, for the agent tasks' thousands of windows (HTU, TCU):
+    the agents (NewValue__c) numbered, each row's new owner, previous owner and case as codes (-1: empty, or
+    for the previous owner and the cases' owners an id no row assigns to), and each case's code in the rows'
+    numbering of CaseId__c (-1: never assigned)."""
+
+    new_owner: np.ndarray  # per assignment row: code of NewValue__c
+    old_owner: np.ndarray  # per assignment row: code of OldValue__c in the same numbering
+    case: np.ndarray  # per assignment row: code of CaseId__c
+    agents: int
+    cases: int
+    case_of_case: np.ndarray  # per Case row: its Id's code in the CaseId__c numbering
+    owner_of_case: np.ndarray  # per Case row: its OwnerId's code in the NewValue__c numbering
+    closed: np.ndarray  # per Case row: Status == "Closed"
+    handle_columns: (
+        pd.DataFrame
+    )  # the Case columns HTU reads (a narrow frame: a window's rows are cheap to take)
+    old_values: pd.Series  # OldValue__c of the assignment rows, the one column TCU reads
 
 
-def qualified_agents(rows: pd.DataFrame, n_cases: int) -> set[str]:
-    handled = rows["NewValue__c"].value_counts()
-    return set(handled[handled > n_cases].index)
+def assignment_codes(data: OrgData) -> AssignmentCodes:
+    if "assignment_codes" not in data.cache:
+        rows, cases = data.assignments, data.cases
+        new_owner, agents = pd.factorize(rows["NewValue__c"])
+        case, case_ids = pd.factorize(rows["CaseId__c"])
+        agent_index, case_index = pd.Index(agents), pd.Index(case_ids)
+        data.cache["assignment_codes"] = AssignmentCodes(
+            new_owner=np.asarray(new_owner),
+            old_owner=agent_index.get_indexer(rows["OldValue__c"]),
+            case=np.asarray(case),
+            agents=len(agents),
+            cases=len(case_ids),
+            case_of_case=case_index.get_indexer(cases["Id"]),
+            owner_of_case=agent_index.get_indexer(cases["OwnerId"]),
+            closed=(cases["Status"] == "Closed").to_numpy(dtype=bool),
+            handle_columns=cases[["OwnerId", "CreatedDate", "ClosedDate"]],
+            old_values=rows["OldValue__c"],
+        )
+    return data.cache["assignment_codes"]
+
+
+def _counts(codes: np.ndarray, size: int) -> np.ndarray:
+    return np.bincount(codes[codes >= 0], minlength=size)
+
+
+def qualified_mask(codes: AssignmentCodes, positions: np.ndarray, n_cases: int) -> np.ndarray:
+    """Per agent code: whether the agent is qualified by the assignment rows at `positions` (the window's):
+    more than `n_cases` rows name them as the new owner (NewValue__c)."""
+    return _counts(codes.new_owner[positions], codes.agents) > n_cases
+
+
+def _member(codes: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Per code: whether it is >= 0 and `allowed` there (`isin` over codes)."""
+    return (codes >= 0) & allowed[np.maximum(codes, 0)]
+
+
+def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
+    """The cases HTU averages (handle_time.py), in frame order: created in [start, end), Closed, owned by a
+    qualified agent, with exactly one Owner Assignment row in [start, end]. The same rows as the masks over
+    the frames, by counting codes; only the columns HTU reads (OwnerId, CreatedDate, ClosedDate)."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    qualified = qualified_mask(codes, rows, n_cases)
+    single = _counts(codes.case[rows], codes.cases) == 1
+    c = data.created_positions("cases", w.start, w.end, end_included=False)
+    keep = (
+        _member(codes.owner_of_case[c], qualified) & _member(codes.case_of_case[c], single) & codes.closed[c]
+    )
+    return codes.handle_columns.iloc[c[keep]]
+
+
+def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:
+    """TCU's moves (transfer_count.py), in frame order: OldValue__c of the Owner Assignment rows in
+    [start, end] whose previous owner is a qualified agent."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    qualified = qualified_mask(codes, rows, n_cases)
+    return codes.old_values.iloc[rows[_member(codes.old_owner[rows], qualified)]]
 
 
 def cases_clause(n: int) -> str:

@@ -25,11 +25,10 @@ from generator.tasks.common import (
     Window,
     agent_task_params,
     cases_clause,
+    handle_time_cases,
     pick_extreme,
-    qualified_agents,
     random_window,
     today_line,
-    window_assignments,
     window_from_params,
 )
 
@@ -46,13 +45,7 @@ HTU_POLICY = """## Handle Time Policy
 
 
 def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
-    w = window_from_params(params)
-    rows = window_assignments(data, w)
-    qualified = qualified_agents(rows, int(params["n_cases"]))
-    per_case = rows.groupby("CaseId__c").size()
-    single = set(per_case[per_case == 1].index)
-    c = data.created_between("cases", w.start, w.end, end_included=False)
-    sel = c[c["OwnerId"].isin(qualified) & c["Id"].isin(single) & (c["Status"] == "Closed")]
+    sel = handle_time_cases(data, window_from_params(params), int(params["n_cases"]))
     if sel.empty:
         return Solution(None, {})
     minutes = (sel["ClosedDate"] - sel["CreatedDate"]).dt.total_seconds() / 60.0

@@ -24,10 +24,9 @@ from generator.tasks.common import (
     agent_task_params,
     cases_clause,
     pick_extreme,
-    qualified_agents,
     random_window,
     today_line,
-    window_assignments,
+    transfers_from,
     window_from_params,
 )
 
@@ -43,11 +42,8 @@ TCU_POLICY = """## Transfer Count Policy
 
 
 def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
-    w = window_from_params(params)
-    rows = window_assignments(data, w)
-    qualified = qualified_agents(rows, int(params["n_cases"]))
-    moves = rows[rows["OldValue__c"].notna() & rows["OldValue__c"].isin(qualified)]
-    counts = moves["OldValue__c"].value_counts()
+    moves = transfers_from(data, window_from_params(params), int(params["n_cases"]))
+    counts = moves.value_counts()
     return pick_extreme({str(k): float(v) for k, v in counts.items()}, str(params["extrema"]))
 
 

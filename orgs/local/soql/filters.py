@@ -276,7 +276,18 @@ class FilterCompiler(CompilerBase):
         operand = self.operand(node.left, scope, having)
         values: list[Any] = []
         has_null = False
+        fast_ids = operand.kind == "id"
+        match_id = ID_RE.match
         for value in node.values:
+            if (
+                fast_ids
+                and type(value) is ast.Literal
+                and value.kind == "string"
+                and len(v := str(value.value)) == 18
+                and match_id(v)
+            ):  # what bound_value gives an 18-character id (to18 keeps it), without two calls per id
+                values.append(v)
+                continue
             if isinstance(value, ast.DateConst):
                 raise self.unsupported(value.pos, "date literals inside IN (...)", "compare with = instead")
             if value.kind == "null":

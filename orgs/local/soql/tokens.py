@@ -56,9 +56,9 @@ class Token(NamedTuple):
 
 
 _PLAIN_STRING = re.compile(r"'([^'\\\n]*)'")
-# a list of plain strings on one line (`'a', 'b', ...`: the long IN lists of ids) and its parts
+# a list of plain strings on one line (`'a', 'b', ...`: the long IN lists of ids)
 _STRING_RUN = re.compile(r"'[^'\\\n]*'(?:[ \t]*,[ \t]*'[^'\\\n]*')+")
-_RUN_PART = re.compile(r"'([^'\\\n]*)'|,")
+_new_token = tuple.__new__
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
@@ -180,18 +180,21 @@ class _Lexer:
 
     def string_run(self, end: int) -> None:
         """Plain strings and commas up to `end` (no line breaks, no escapes): the tokens `string` and the
-        comma branch of `run` give them, in one pass."""
+        comma branch of `run` give them, in one pass. Between two strings of a run there is exactly one comma
+        (`_STRING_RUN`), found with `str.index`; tokens are made with `tuple.__new__` (a named tuple's own
+        `__new__` is a Python function): a long IN list of ids has thousands of them."""
         out = self.out
         line = self.line
         col0 = 1 - self.line_start
         src = self.src
-        for part in _RUN_PART.finditer(src, self.pos, end):
+        prev = -1
+        for part in _PLAIN_STRING.finditer(src, self.pos, end):
             s, e = part.span()
-            value = part.group(1)
-            if value is None:
-                out.append(Token(T.COMMA, ",", ",", s, e, line, s + col0))
-            else:
-                out.append(Token(T.STRING, part.group(), value, s, e, line, s + col0))
+            if prev >= 0:
+                c = src.index(",", prev, s)
+                out.append(_new_token(Token, (T.COMMA, ",", ",", c, c + 1, line, c + col0)))
+            out.append(_new_token(Token, (T.STRING, src[s:e], part.group(1), s, e, line, s + col0)))
+            prev = e
         self.pos = end
 
     def string(self) -> None:

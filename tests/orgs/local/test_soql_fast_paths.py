@@ -3,12 +3,18 @@ gives: the same tokens (kind, text, value, offsets, line, column) and the same s
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from orgs.local.soql import ast, parse, tokenize
+from orgs.local.soql import ast, compile_soql, parse, tokenize
 from orgs.local.soql import tokens as tokens_module
+from orgs.local.soql.errors import SoqlError
+from schemas.model import load_model
 
 QUERIES = [
     "SELECT Id FROM Case WHERE Id IN ('500A', 'x,y', '', 'b')",
@@ -70,3 +76,66 @@ def test_a_long_in_list_parses_to_one_literal_per_value_at_its_offset() -> None:
     assert got == [
         (o, "string", d, f"'{v}'") for o, d, v in zip(expected_offsets, decoded, values, strict=True)
     ]
+
+
+_PLAIN = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="'\\\n\r"), max_size=8)
+_GAP = st.text(alphabet=" \t", max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_PLAIN, _GAP, _GAP), min_size=1, max_size=30),
+    st.text(alphabet=" \t\n", max_size=3),
+    st.sampled_from(["", ") AND Status = 'x'", ",", ", 'a'x", "\n, 'b')"]),
+)
+def test_any_string_run_tokenizes_as_the_general_path(
+    parts: list[tuple[str, str, str]], lead: str, tail: str
+) -> None:
+    """Runs of plain strings with any spacing around their commas (commas, spaces, tabs and any other
+    character inside the strings; a line break before the list; a tail that ends or breaks the run): the
+    fast path's tokens are the general path's, field by field."""
+    items = "".join(
+        f"{before},{after}'{value}'" if i else f"'{value}'" for i, (value, before, after) in enumerate(parts)
+    )
+    text = f"SELECT Id FROM Case WHERE{lead}Id IN ({items}{tail}"
+    with pytest.MonkeyPatch.context() as m:
+        fast, general = _both(m, tokenize, text)
+    assert fast == general
+
+
+_ID_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ANY_ID = st.one_of(
+    st.text(alphabet=_ID_CHARS, min_size=15, max_size=15),
+    st.text(alphabet=_ID_CHARS, min_size=18, max_size=18),
+)
+
+
+def _bound(soql: str) -> list[object]:
+    """The values a compiled query binds, in order (a long IN list is one JSON array)."""
+    out: list[object] = []
+    for v in compile_soql(soql, load_model(), date(2024, 6, 1)).params.values():
+        out += json.loads(v) if isinstance(v, str) and v.startswith("[") else [v]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ANY_ID, min_size=1, max_size=12), st.sampled_from([1, 60]), st.booleans())
+def test_an_id_in_list_binds_what_each_id_binds_alone(ids: list[str], repeat: int, with_null: bool) -> None:
+    """`Id IN (...)` binds, per id (15 or 18 characters, in any case), what `Id = '...'` binds for it alone
+    (the general path: 18 characters, case-safe suffix), short lists and long ones (over LONG_IN_LIST,
+    bound as one JSON array) alike; a null in the list binds nothing."""
+    many = ids * repeat
+    items = ", ".join(f"'{i}'" for i in many) + (", null" if with_null else "")
+    alone = [_bound(f"SELECT Id FROM Case WHERE Id = '{i}'")[0] for i in ids] * repeat
+    assert _bound(f"SELECT Id FROM Case WHERE Id IN ({items})") == alone
+    assert (
+        _bound(f"SELECT Id FROM Case WHERE OwnerId NOT IN ({items})")
+        == [_bound(f"SELECT Id FROM Case WHERE OwnerId = '{i}'")[0] for i in ids] * repeat
+    )
+
+
+@pytest.mark.parametrize("bad", ["500A", "500000000000000!!!", "5000000000000000000"])
+def test_an_id_in_list_still_refuses_what_is_not_an_id(bad: str) -> None:
+    soql = "SELECT Id FROM Case WHERE Id IN ('500000000000000AAA', '" + bad + "')"
+    with pytest.raises(SoqlError, match="invalid ID field"):
+        compile_soql(soql, load_model(), date(2024, 6, 1))

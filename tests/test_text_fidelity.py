@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -227,10 +228,10 @@ def test_repeated_ngrams_in_batches_is_the_definition(
     vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta"][: 2 + seed % 5]
     texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) for _ in range(200)]
     monkeypatch.setattr(fidelity, "COMPACT_AT", 7)
+    batches: list[Sequence[str | None]] = [texts[i : i + 17] for i in range(0, len(texts), 17)]
     for n, top in ((3, 1), (3, 5), (4, 3), (8, 3), (2, 50)):
         want = _naive_repeated(texts, n, top)
-        batches = [texts[i : i + 17] for i in range(0, len(texts), 17)]
-        assert fidelity.repeated_ngrams_in(lambda b=batches: b, n, top) == want
+        assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == want
         assert fidelity.repeated_ngrams(texts, n, top) == want
 
 

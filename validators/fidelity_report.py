@@ -192,7 +192,7 @@ def _ned_exact_name_share(frames: Frames, tasks: Sequence[Mapping[str, Any]]) ->
 
 
 FIDELITY_JSON = "reports/fidelity.json"
-TEXT_BATCH = 20_000  # rows of one text field read at a time
+TEXT_BATCH = 4_096  # rows of one text field read at a time (20,000 emails: ~20 MB of strings)
 
 
 def _has_column(bundle: Bundle, sobject: str, field: str) -> bool:

@@ -1022,7 +1022,7 @@ def read_csv_lines(
     differs from the header's. `check_header` may reject the header before any row is read.
     """
     text = read_text_regular(path, label, root=root)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(lines_of(text), strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -1036,6 +1036,15 @@ def read_csv_lines(
     rows: list[list[str]] = []
     lines: list[int] = []
     width = len(header)
+    # the cells become column arrays a block of rows at a time, so the rows as lists of strings (several
+    # times the file's size) are never all held at once: the object's frame plus one block, not the rows too
+    columns = [_Column() for _ in header]
+
+    def flush() -> None:
+        for column, cells in zip(columns, zip(*rows, strict=True), strict=True):
+            column.add(cells)
+        rows.clear()
+
     while True:
         start_line = reader.line_num + 1
         try:
@@ -1057,14 +1066,63 @@ def read_csv_lines(
             )
         rows.append(row)
         lines.append(start_line)
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
-    del rows
-    frame = pd.DataFrame({i: _compact(col) for i, col in enumerate(columns)}, dtype=object)
-    del columns
+        if len(rows) >= READ_BLOCK:
+            flush()
+    if rows:
+        flush()
+    del text
+    frame = pd.DataFrame({i: column.array() for i, column in enumerate(columns)}, dtype=object)
     frame.columns = pd.Index(header, dtype=object)
     frame["_line"] = lines
     frame.attrs["lines"] = reader.line_num  # the file's physical lines (how parts' lines are numbered on)
     return frame
+
+
+LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+
+
+def lines_of(text: str) -> Iterator[str]:
+    """The lines of `text` as `io.StringIO(text, newline="")` gives them (ending at \\n, \\r\\n or \\r, the
+    ending kept), one at a time, without the copy of the whole text StringIO makes first."""
+    for m in LINE.finditer(text):
+        yield m.group()
+
+
+READ_BLOCK = 4096  # rows parsed into cells before they are added to the column arrays
+
+
+class _Column:
+    """One column's cells as `_compact` makes them, built a block at a time: equal values share one string
+    object across blocks too, and whether the column is compacted at all is decided on its first
+    COMPACT_SAMPLE cells, as `_compact` decides it on the whole column."""
+
+    def __init__(self) -> None:
+        self.blocks: list[np.ndarray] = []
+        self.shared: dict[str, str] | None = None  # value → its one string object; None: not compacted
+        self.decided = False
+
+    def add(self, cells: Sequence[str]) -> None:
+        block = np.asarray(cells, dtype=object)
+        if not self.decided:
+            self.decided = True
+            sample = block[:COMPACT_SAMPLE].tolist()
+            if not (len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample)):
+                self.shared = {}
+        if self.shared is None:
+            block[block == ""] = None
+            self.blocks.append(block)
+            return
+        codes, uniques = pd.factorize(block, use_na_sentinel=False)
+        values = np.asarray([self.shared.setdefault(v, v) for v in uniques.tolist()], dtype=object)
+        values[values == ""] = None
+        self.blocks.append(values.take(codes))
+
+    def array(self) -> np.ndarray:
+        if not self.blocks:
+            return np.asarray([], dtype=object)
+        out = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
+        self.blocks = []
+        return out
 
 
 def _compact(column: Sequence[str]) -> np.ndarray:

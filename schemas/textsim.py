@@ -245,7 +245,7 @@ class NearDuplicateIndex:
         packed = np.zeros(0, dtype=np.int64)
         pending: list[np.ndarray] = []
         waiting = 0
-        sig = self.sig[live]
+        sig = self.sig if len(live) == len(self.rows) else self.sig[live]  # a copy only when rows are empty
         sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
         sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows

@@ -31,7 +31,9 @@ averaging 2,268 characters with paragraphs shared by many articles).
 from __future__ import annotations
 
 import json
+import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -199,3 +201,45 @@ def test_distinct_n_is_a_share(words: list[str], n: int) -> None:
 def test_a_text_copied_into_its_article_is_verbatim(words: list[str]) -> None:
     text = " ".join(words)
     assert fidelity.overlap(text, f"Intro. {text} Outro.") == (1.0 if len(words) >= 4 else 0.0)
+
+
+def _naive_repeated(texts: list[str], n: int, top: int) -> list[tuple[str, float]]:
+    """The definition, written out: count each n-gram once per text, rank by count then by its words."""
+    counts: dict[tuple[str, ...], int] = {}
+    for t in texts:
+        w = t.lower().split()
+        for g in {tuple(w[i : i + n]) for i in range(len(w) - n + 1)}:
+            counts[g] = counts.get(g, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return [(" ".join(g), c / len(texts)) for g, c in ranked]
+
+
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_repeated_ngrams_in_batches_is_the_definition(
+    seed: int, collide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts from a small vocabulary (many shared and tied n-grams), split into batches, with the hash
+    arrays folded every few n-grams, and (`collide`) a hash with three values so that most n-grams share
+    one: the streamed ranking equals the one counted by the definition."""
+    if collide:
+        monkeypatch.setattr(fidelity, "hash", lambda g: len(g[0]) % 3, raising=False)
+    rng = random.Random(seed)
+    vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta"][: 2 + seed % 5]
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) for _ in range(200)]
+    monkeypatch.setattr(fidelity, "COMPACT_AT", 7)
+    batches: list[Sequence[str | None]] = [texts[i : i + 17] for i in range(0, len(texts), 17)]
+    for n, top in ((3, 1), (3, 5), (4, 3), (8, 3), (2, 50)):
+        want = _naive_repeated(texts, n, top)
+        assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == want
+        assert fidelity.repeated_ngrams(texts, n, top) == want
+
+
+def test_sampled_texts_are_the_seeded_samples() -> None:
+    texts = [f"text {k}" for k in range(1000)]
+    batches = [texts[i : i + 64] for i in range(0, len(texts), 64)]
+    samples = fidelity.sampled_texts(lambda: batches, len(texts), 130)
+    assert samples == [fidelity.sample(texts, 130, seed) for seed in range(5)]
+    assert fidelity.mean_distinct_n_of(samples, 2) == fidelity.mean_distinct_n(texts, 2, 130)
+    few = texts[:100]
+    assert fidelity.sampled_texts(lambda: [few[:50], few[50:]], 100, 130) == [few]

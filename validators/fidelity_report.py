@@ -16,17 +16,26 @@ with CRMArena's figure it comes from.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from orgs.bundle import Bundle
+from schemas.gcpause import release_freed_memory
 from schemas.model import OrgModel, load_model
-from validators.fidelity import mean_distinct_n, repeated_ngrams, verbatim_share
+from validators.fidelity import (
+    Batches,
+    mean_distinct_n,
+    mean_distinct_n_of,
+    repeated_ngrams_in,
+    sampled_texts,
+    verbatim_share,
+)
 
 SAMPLE = 130  # CRMArena's per-task instance count: the issue compares question sets of 130
 TEXT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -91,20 +100,38 @@ def _texts(frames: Frames, sobject: str, field: str) -> list[str] | None:
     return [str(t) for t in frame[field].tolist() if isinstance(t, str) and t]
 
 
-def text_figures(frames: Frames) -> list[dict[str, Any]]:
+# (sObject, field) → a callable reading the field's non-empty texts anew in batches (None: no such field)
+TextSource = Callable[[str, str], "Batches | None"]
+
+
+def _from_frames(frames: Frames) -> TextSource:
+    def source(sobject: str, field: str) -> Batches | None:
+        texts = _texts(frames, sobject, field)
+        return None if texts is None else (lambda: [texts])
+
+    return source
+
+
+def text_figures(texts: TextSource) -> list[dict[str, Any]]:
+    """The per-field figures, each field read in batches (twice: counts, then the samples and the exact
+    counts of the most repeated n-grams), so only one batch of text is held at a time."""
     out = []
     for sobject, field in TEXT_FIELDS:
-        texts = _texts(frames, sobject, field)
-        if texts is None:
+        batches = texts(sobject, field)
+        if batches is None:
             continue
+        records = sum(len(b) for b in batches())
+        samples = sampled_texts(batches, records, SAMPLE)
         out.append(
             {
                 "name": f"{sobject}.{field}",
-                "records": len(texts),
-                "distinct_1": round(mean_distinct_n(texts, 1, SAMPLE), 4),
-                "distinct_2": round(mean_distinct_n(texts, 2, SAMPLE), 4),
-                "distinct_3": round(mean_distinct_n(texts, 3, SAMPLE), 4),
-                "top_8grams": [{"text": g, "share": round(s, 4)} for g, s in repeated_ngrams(texts, 8, 3)],
+                "records": records,
+                "distinct_1": round(mean_distinct_n_of(samples, 1), 4),
+                "distinct_2": round(mean_distinct_n_of(samples, 2), 4),
+                "distinct_3": round(mean_distinct_n_of(samples, 3), 4),
+                "top_8grams": [
+                    {"text": g, "share": round(s, 4)} for g, s in repeated_ngrams_in(batches, 8, 3)
+                ],
             }
         )
     return out
@@ -165,6 +192,15 @@ def _ned_exact_name_share(frames: Frames, tasks: Sequence[Mapping[str, Any]]) ->
 
 
 FIDELITY_JSON = "reports/fidelity.json"
+TEXT_BATCH = 4_096  # rows of one text field read at a time (20,000 emails: ~20 MB of strings)
+
+
+def _has_column(bundle: Bundle, sobject: str, field: str) -> bool:
+    files = bundle.data_files(sobject)
+    if not files:
+        return False
+    with files[0].open(encoding="utf-8", newline="") as fh:
+        return field in next(csv.reader(fh), [])
 
 
 def summary(figures: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,13 +224,17 @@ def summary(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def figures_from(
-    frames: Frames, tasks: Sequence[Mapping[str, Any]], truth: Sequence[Mapping[str, Any]]
+    frames: Frames,
+    tasks: Sequence[Mapping[str, Any]],
+    truth: Sequence[Mapping[str, Any]],
+    texts: TextSource | None = None,
 ) -> dict[str, Any]:
-    """Every fidelity figure from the bundle's records (`frames`) and task files (empty lists: no tasks)."""
+    """Every fidelity figure from the bundle's records (`frames`) and task files (empty lists: no tasks).
+    `texts` reads the text fields in batches (default: from `frames`)."""
     queries = query_figures(tasks)
     figures: dict[str, Any] = {
         "sample": SAMPLE,
-        "text": text_figures(frames),
+        "text": text_figures(texts or _from_frames(frames)),
         "queries": queries,
         "none_mentions": sum(q["none_mentions"] for q in queries),
         "answer_hints": sum(q["answer_hints"] for q in queries),
@@ -211,16 +251,30 @@ def fidelity_figures(root: Path | str, model: OrgModel | None = None) -> dict[st
     model = model or load_model()
 
     def frames(name: str) -> pd.DataFrame | None:
-        # only the columns the figures read (text fields, Id, Product2's Name), by the C reader: the build
-        # computes these figures on its own just-written, validated files
+        # only the columns the figures read (Id, Knowledge's answers, Product2's Name), by the C reader: the
+        # build computes these figures on its own just-written, validated files; the large text fields are
+        # read by `texts`, in batches
         if not model.has(name) or not bundle.has_data(name):
             return None
         return bundle.read_columns(name, ["Id", "Name", *(f for o, f in TEXT_FIELDS if o == name)])
 
+    def texts(sobject: str, field: str) -> Batches | None:
+        if not model.has(sobject) or not bundle.has_data(sobject):
+            return None
+        if not _has_column(bundle, sobject, field):
+            return None
+
+        def batches() -> Iterator[list[str]]:
+            for chunk in bundle.iter_columns(sobject, [field], rows=TEXT_BATCH):
+                yield [t for t in chunk[field].tolist() if isinstance(t, str) and t]
+
+        return batches
+
     tasks_path, truth_path = bundle.path("tasks/tasks.json"), bundle.path("tasks/ground_truth.jsonl")
     tasks: list[dict[str, Any]] = json.loads(tasks_path.read_text()) if tasks_path.is_file() else []
     truth = [json.loads(x) for x in truth_path.read_text().splitlines()] if truth_path.is_file() else []
-    return figures_from(frames, tasks, truth)
+    release_freed_memory()  # start from what is live, not from the answer check's high-water mark
+    return figures_from(frames, tasks, truth, texts)
 
 
 def _figure(figures: Mapping[str, Any], key: str) -> float | None:

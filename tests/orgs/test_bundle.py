@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
+import random
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from orgs.bundle import Bundle, BundleError, data_digest, format_frame
+from orgs.bundle import Bundle, BundleError, data_digest, format_frame, lines_of, read_csv_lines
 from schemas.model import load_model
 
 MODEL = load_model()
@@ -75,3 +77,38 @@ def test_reading_a_truncated_row_names_file_and_line(tmp_path: Path, small_bundl
 def test_missing_manifest_is_explained(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="not an orgseed bundle"):
         Bundle(tmp_path).read_manifest()
+
+
+def test_lines_of_splits_as_stringio_does() -> None:
+    """read_csv_lines feeds the CSV reader `lines_of(text)` instead of `io.StringIO(text, newline="")`: the
+    same lines, endings kept (\\n, \\r\\n, a lone \\r), and no others (\\u2028 or \\f inside a line stay)."""
+    rng = random.Random(7)
+    for _ in range(5000):
+        text = "".join(rng.choice('a\r\n,"\u2028\x0c') for _ in range(rng.randint(0, 40)))
+        assert list(lines_of(text)) == list(io.StringIO(text, newline="")), repr(text)
+
+
+@pytest.mark.parametrize("rows", [0, 3, 70, 9000])
+def test_read_csv_lines_in_blocks(tmp_path: Path, rows: int) -> None:
+    """A file longer than one block (READ_BLOCK rows) reads as its rows: empty cells None, a repeated value
+    one string object across blocks, multi-line quoted cells and their first lines kept."""
+    path = tmp_path / "x.csv"
+    lines = ["Id,Kind,Body"]
+    want_lines = []
+    line = 2
+    for k in range(rows):
+        body = f'"line one {k}\r\nline two"' if k % 5 == 0 else (f"text {k}" if k % 7 else "")
+        lines.append(f"id{k:05d},{'open' if k % 2 else ''},{body}")
+        want_lines.append(line)
+        line += 2 if k % 5 == 0 else 1
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    frame = read_csv_lines(path, "x.csv")
+    assert list(frame.columns) == ["Id", "Kind", "Body", "_line"]
+    assert frame["Id"].tolist() == [f"id{k:05d}" for k in range(rows)]
+    assert frame["Kind"].tolist() == ["open" if k % 2 else None for k in range(rows)]
+    assert frame["Body"].tolist() == [
+        f"line one {k}\r\nline two" if k % 5 == 0 else (f"text {k}" if k % 7 else None) for k in range(rows)
+    ]
+    assert frame["_line"].tolist() == want_lines
+    kinds = [v for v in frame["Kind"].tolist() if v is not None]
+    assert len({id(v) for v in kinds}) <= 1

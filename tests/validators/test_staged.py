@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.validators.corpus import corrupt
+from validators import staged as staged_module
 from validators.findings import Report
 from validators.run import validate_bundle
 
@@ -26,6 +27,13 @@ def _summary(report: Report) -> dict[str, Any]:
         "skipped": report.skipped,
         "exit": report.exit_code,
     }
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staged validation checks the JSON Schema a chunk of rows at a time; chunks of 7 rows put chunk
+    boundaries inside every object of the small bundle, and around the corrupted rows."""
+    monkeypatch.setattr(staged_module, "SCHEMA_CHUNK", 7)
 
 
 def test_clean_bundle_same_as_whole_org(small_bundle: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from schemas.taskspec import CRMARENA_TASKS
@@ -344,3 +345,46 @@ def test_a_query_doubling_a_determiner_or_stating_a_zero_price(bundle: Path) -> 
     found = check_tasks(bundle)
     assert _kinds(found) == [(idx, "format", "tasks.json")] * 2
     assert sorted(str(d.found) for d in found) == ["$0.00", "my the"]
+
+
+def test_the_check_keeps_only_the_messages_of_the_cases_the_instances_name(clean_bundle: Path) -> None:
+    """The code check reads the emails and chats of the cases its questions name, not the whole objects; for
+    those cases it sees exactly what a full load sees, and asking for any other case is an error."""
+    from validators.task_solver import TaskData
+    from validators.tasks import message_cases
+
+    gt = _gt(clean_bundle)
+    named = message_cases(gt)
+    policy = {str(r["params"]["case_id"]) for r in gt if r["task"] == "policy_violation_identification"}
+    assert policy and policy <= named
+    full = TaskData.load(clean_bundle)
+    kept = TaskData.load(clean_bundle, named)
+    with_messages = set(full.emails["ParentId"].dropna()) | set(full.chats["CaseId"].dropna())
+    assert named & with_messages, (
+        "the fixture names no case with messages: the comparison would prove nothing"
+    )
+    for case in sorted(named):
+        for a, b in (
+            (full.emails_of(case), kept.emails_of(case)),
+            (full.chats_of(case), kept.chats_of(case)),
+        ):
+            pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+    assert len(kept.emails) == sum(len(full.emails_of(c)) for c in named) < len(full.emails)
+    other = next(c for c in sorted(with_messages) if c not in named)
+    with pytest.raises(KeyError, match=f"case {other}"):
+        kept.emails_of(other)
+
+
+def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read a few rows at a time, the kept messages are the same rows in the same order."""
+    from validators import task_solver
+
+    named = {
+        str(c) for c in task_solver.TaskData.load(clean_bundle).emails["ParentId"].dropna().unique()[:25]
+    }
+    whole = task_solver.TaskData.load(clean_bundle, named)
+    monkeypatch.setattr(task_solver, "MESSAGE_BATCH", 7)
+    batched = task_solver.TaskData.load(clean_bundle, named)
+    pd.testing.assert_frame_equal(whole.emails, batched.emails)
+    pd.testing.assert_frame_equal(whole.chats, batched.chats)
+    assert len(whole.emails) > 7

@@ -23,6 +23,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
@@ -195,11 +196,22 @@ def _times(series: pd.Series) -> np.ndarray:
     return np.asarray(series.to_numpy(dtype="datetime64[ns]"))
 
 
-def _read(bundle: Bundle, name: str) -> pd.DataFrame:
-    """data/<name>.csv (or its parts) with the columns this module uses, typed; empty when there is no data."""
+MESSAGE_BATCH = 50_000  # rows of a message object read at a time when only some cases' messages are kept
+
+
+def _read(
+    bundle: Bundle, name: str, key: str | None = None, keep: AbstractSet[str] | None = None
+) -> pd.DataFrame:
+    """data/<name>.csv (or its parts) with the columns this module uses, typed; empty when there is no data.
+    With `keep`, only the rows whose `key` is in it, read in batches (a reader never holds the whole object)."""
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
-    if bundle.has_data(name):
+    if bundle.has_data(name) and keep is not None and key is not None:
+        kept = [
+            frame[frame[key].isin(keep)] for frame in bundle.iter_columns(name, columns, rows=MESSAGE_BATCH)
+        ]
+        raw = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=columns)
+    elif bundle.has_data(name):
         raw = bundle.read_columns(name, columns)
     else:
         raw = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
@@ -244,6 +256,7 @@ class TaskData:
     issue_keys: dict[str, str]
     articles: pd.DataFrame  # latent Knowledge__kav: Id, _kind, _subject, _facts
     policies: dict[str, Any]
+    message_cases: frozenset[str] | None = field(default=None, repr=False)  # None: every case's messages
     _emails_by_case: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _chats_by_case: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     case_position: dict[str, int] = field(default_factory=dict, repr=False)
@@ -266,7 +279,10 @@ class TaskData:
         return self._owner_counts[key]
 
     @classmethod
-    def load(cls, root: Path | str) -> TaskData:
+    def load(cls, root: Path | str, message_cases: AbstractSet[str] | None = None) -> TaskData:
+        """The bundle's records, indexed. With `message_cases`, only those cases' emails and chats are kept
+        (the policy-violation questions read the messages of the case they name, nothing else); asking for
+        another case's messages is then an error, never an empty answer."""
         bundle = Bundle(root)
         cases = _read(bundle, "Case")
         items = _read(bundle, "OrderItem")
@@ -300,8 +316,8 @@ class TaskData:
         articles = _read_latent(bundle, "Knowledge__kav")
         policies_path = bundle.root / "latent" / "world" / "policies.json"
         policies = json.loads(policies_path.read_text(encoding="utf-8")) if policies_path.exists() else {}
-        emails = _read(bundle, "EmailMessage")
-        chats = _read(bundle, "LiveChatTranscript")
+        emails = _read(bundle, "EmailMessage", "ParentId", message_cases)
+        chats = _read(bundle, "LiveChatTranscript", "CaseId", message_cases)
         data = cls(
             root=Path(root),
             cases=cases,
@@ -330,6 +346,7 @@ class TaskData:
             ),
             policies=policies,
         )
+        data.message_cases = None if message_cases is None else frozenset(message_cases)
         data._emails_by_case = {str(k): np.asarray(v) for k, v in emails.groupby("ParentId").indices.items()}
         data._chats_by_case = {str(k): np.asarray(v) for k, v in chats.groupby("CaseId").indices.items()}
         data.case_position = {str(k): i for i, k in enumerate(cases["Id"])}
@@ -361,10 +378,19 @@ class TaskData:
         hi = np.searchsorted(self.assign_created, _np_time(end), side="right")
         return self.assignments.iloc[lo:hi]
 
+    def _messages_loaded(self, case_id: str) -> None:
+        if self.message_cases is not None and case_id not in self.message_cases:
+            raise KeyError(
+                f"the messages of case {case_id} were not loaded (TaskData.load(message_cases=...) names "
+                "the cases whose emails and chats are read); load it with that case, or without message_cases"
+            )
+
     def emails_of(self, case_id: str) -> pd.DataFrame:
+        self._messages_loaded(case_id)
         return self.emails.iloc[self._emails_by_case.get(case_id, np.empty(0, dtype=int))]
 
     def chats_of(self, case_id: str) -> pd.DataFrame:
+        self._messages_loaded(case_id)
         return self.chats.iloc[self._chats_by_case.get(case_id, np.empty(0, dtype=int))]
 
 

@@ -281,11 +281,21 @@ def check_task_documents(
     return out
 
 
+def message_cases(gt: Sequence[Any]) -> set[str]:
+    """The cases the instances name (`params.case_id`): the only ones whose emails and chats a solver reads
+    (policy violation), so the check keeps their messages and not the whole EmailMessage and chat objects."""
+    return {
+        str(row["params"]["case_id"])
+        for row in gt
+        if isinstance(row, Mapping) and isinstance(row.get("params"), Mapping) and "case_id" in row["params"]
+    }
+
+
 def check_tasks_report(bundle_root: Path | str) -> TaskCheckReport:
     started = time.perf_counter()
     root = Path(bundle_root)
     files = read_task_files(root / "tasks")
-    data = TaskData.load(root) if files.ground_truth else None
+    data = TaskData.load(root, message_cases(files.ground_truth)) if files.ground_truth else None
     found = files.problems + check_task_documents(files.tasks, files.schema_config, files.ground_truth, data)
     found.sort(key=lambda d: (d.idx is None, d.idx if d.idx is not None else 0, d.kind))
     return TaskCheckReport(found, len(files.ground_truth or []), time.perf_counter() - started)

@@ -170,3 +170,30 @@ def test_concurrent_readers(bundle: Path) -> None:
         t.join()
     assert len(results) == 80 and len(set(results)) == 1
     org.close()
+
+
+def test_a_reader_chooses_whether_its_connections_map_the_file(bundle: Path) -> None:
+    """A served org maps MMAP_BYTES of the file; a one-off reader (the build's answer check) maps none, and a
+    connection opened before the change keeps what it was opened with."""
+    from orgs.local.store import MMAP_BYTES
+
+    served = Store.open(bundle)
+    checker = Store.open(bundle)
+    try:
+        before = checker.connection()
+        checker.mmap_bytes = 0
+        assert served.connection().execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+        assert before.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+        # a connection of another thread is opened with the new setting
+        import threading
+
+        seen: list[int] = []
+        t = threading.Thread(
+            target=lambda: seen.append(checker.connection().execute("PRAGMA mmap_size").fetchone()[0])
+        )
+        t.start()
+        t.join()
+        assert seen == [0]
+    finally:
+        served.close()
+        checker.close()

@@ -47,6 +47,7 @@ from orgs.bundle import (
     sha256_file,
 )
 from schemas.errors import DataFindings, UsageError
+from schemas.gcpause import release_freed_memory
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from validators.fidelity_report import FIDELITY_JSON, fidelity_figures
@@ -439,6 +440,9 @@ async def make_tasks(
         remote=isinstance(writer, RunSpec),  # a function of the bundle's files and the run
     )
     bundle = Bundle(root)
+    # the task builders' tables are gone: the answer check through the org starts from what is live, not
+    # from their high-water mark (what this process holds while it runs sets the build's peak)
+    release_freed_memory()
     rels = ["tasks/tasks.json", "tasks/schema.json", "tasks/ground_truth.jsonl"]
     files = {rel: sha256_file(bundle.path(rel)) for rel in rels}
     # The code check and the fidelity figures (a function of the CSVs and task files) are remote: with a
@@ -678,6 +682,7 @@ async def build_bundle(
             spans["generate"] = {"start": round(t_gen_epoch, 3), "seconds": round(generation_seconds, 3)}
             files.update(await stage("world", write_world, bundle, result.ctx.world))
             clear_work(root)
+            release_freed_memory()  # generation's tables are gone; the stages after it start from what is live
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
             manifest.update(
                 objects={name: objects[name] for name in model.names},

@@ -127,13 +127,21 @@ class Store:
         self._all: list[sqlite3.Connection] = []
 
     @classmethod
-    def open(cls, root: Path | str, model: OrgModel | None = None, rebuild: bool = False) -> Store:
+    def open(
+        cls,
+        root: Path | str,
+        model: OrgModel | None = None,
+        rebuild: bool = False,
+        mmap_bytes: int = MMAP_BYTES,
+    ) -> Store:
         """The store of the bundle at `root`, (re)built first when missing or stale. Its `model` is `model`
         (default: the org model) with the fields the org computes (`computed.local_model`)."""
         bundle = Bundle(root)
         model = local_model(model or load_model())
         info = ensure_store(bundle, model, force=rebuild)
-        return cls(bundle, model, info)
+        store = cls(bundle, model, info)
+        store.mmap_bytes = mmap_bytes
+        return store
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

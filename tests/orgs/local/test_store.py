@@ -179,6 +179,9 @@ def test_a_reader_chooses_whether_its_connections_map_the_file(bundle: Path) -> 
 
     served = Store.open(bundle)
     checker = Store.open(bundle)
+    unmapped = Store.open(
+        bundle, mmap_bytes=0
+    )  # as the build's answer check opens it (LocalOrg(mmap_bytes=0))
     try:
         before = checker.connection()
         checker.mmap_bytes = 0
@@ -194,6 +197,8 @@ def test_a_reader_chooses_whether_its_connections_map_the_file(bundle: Path) -> 
         t.start()
         t.join()
         assert seen == [0]
+        assert unmapped.connection().execute("PRAGMA mmap_size").fetchone()[0] == 0
     finally:
         served.close()
         checker.close()
+        unmapped.close()

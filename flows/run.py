@@ -6,8 +6,11 @@ The entry points the CLI and the benchmarks call; `flows.build` holds the steps,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,13 +37,12 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
     from flows import prefect_flow
 
     if opts.runner == "dask":
-        runner = _dask_runner(opts)
-        _share_api_server_with_workers()
+        with _api_server_for_workers():
+            out = prefect_flow.run(opts, _dask_runner(opts), progress)
     else:
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        runner = ThreadPoolTaskRunner(max_workers=max(1, opts.shards))
-    out = prefect_flow.run(opts, runner, progress)
+        out = prefect_flow.run(opts, ThreadPoolTaskRunner(max_workers=max(1, opts.shards)), progress)
     return BuildReport(
         root=Path(out["root"]),
         manifest=out["manifest"],
@@ -52,18 +54,26 @@ def run_build(opts: BuildOptions, progress: Progress | None = None, verbose: boo
     )
 
 
-def _share_api_server_with_workers() -> None:
-    """Start Prefect's temporary API server here and export its URL, so Dask worker processes (which inherit the
-    environment) report to it instead of each starting a server of their own (measured: ~10-30 s per worker)."""
-    import os
-
+@contextlib.contextmanager
+def _api_server_for_workers() -> Iterator[None]:
+    """For the duration of a Dask build, a Prefect API server for its workers: the user's (PREFECT_API_URL, left
+    alone), else Prefect's temporary server, started here and its URL exported while the build runs, so the
+    worker processes (which inherit the environment) report to it instead of each starting a server of their
+    own (measured: ~10-30 s per worker). The URL is taken back out afterwards, so the rest of the process (a
+    later build, a test) sees the environment it had; the server itself is Prefect's one per process, reused by
+    the next Dask build and stopped at interpreter exit (Prefect registers it with atexit)."""
     if os.environ.get("PREFECT_API_URL"):
+        yield
         return
     from prefect.server.api.server import SubprocessASGIServer
 
     server = SubprocessASGIServer()
-    server.start()  # stopped at interpreter exit (Prefect registers it with atexit)
+    server.start()  # a no-op when an earlier build of this process started it
     os.environ["PREFECT_API_URL"] = server.api_url
+    try:
+        yield
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
 
 
 def _dask_runner(opts: BuildOptions) -> Any:

@@ -28,11 +28,14 @@ def _build(out: Path, **options: Any) -> dict[str, Any]:
 
 
 def test_two_memory_limited_dask_workers_build_the_same_bundle_as_threads_and_one_shard(
-    tmp_path: Path, small_bundle: Path
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     one_shard = json.loads((small_bundle / "manifest.json").read_text())  # in-process, --shards 1
     threads = _build(tmp_path / "threads", shards=2)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
     dask = _build(tmp_path / "dask", shards=2, runner="dask", dask_memory_limit="1GiB")
+    # the temporary API server's URL was exported to the workers for the build only, not left behind
+    assert "PREFECT_API_URL" not in os.environ
     assert dask["build"]["runner"] == "dask"
     assert threads["build"]["runner"] == "threads"
     assert dask["data_sha256"] == threads["data_sha256"] == one_shard["data_sha256"]

@@ -144,9 +144,12 @@ class OrgClients:
             if self._server is not None:
                 sf = self._server.client()
             else:
-                from simple_salesforce import Salesforce
+                # the project's one way into a live org: the API version the rest of orgseed speaks, the
+                # session checked with one call before any instance runs on it, and a refused or unreachable
+                # org reported as an OrgConnectError that names the URL and never the token
+                from orgs.salesforce.connect import OrgOptions, connect
 
-                sf = Salesforce(instance_url=self.s.instance_url, session_id=self.s.session_id)
+                sf = connect(OrgOptions(instance_url=self.s.instance_url, access_token=self.s.session_id))
             self._local.sf = sf
         return sf
 

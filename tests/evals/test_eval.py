@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,29 @@ def test_an_llm_judge_parses_chat_answers_when_asked(eval_bundle: Path, fake_llm
     assert len(judged) == 2 and all("The agent to pick" in j for j in judged)
     assert [r["reward"] for r in report.rows] == [0.0, 0.0]
     assert {tuple(r["parsed_answer"]) for r in report.rows} == {("005Ws0000000000AAA",)}
+
+
+def test_an_org_given_by_url_and_session_is_evaluated_through_the_client_and_a_refused_session_stops_the_run(
+    eval_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--instance-url/--session-id`: the org served here stands in for a live one, reached like one (the URL,
+    the token, the CA bundle from the environment as `orgseed serve` tells a user to set it)."""
+    from orgs.local import server_for
+    from orgs.salesforce.connect import OrgConnectError
+
+    server = server_for(eval_bundle)
+    assert server.cert_path is not None
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(server.cert_path))
+    live = EvalSettings(
+        bundle=str(eval_bundle), agent="oracle", framework="act", per_task=1, run="by-url",
+        instance_url=server.url, session_id=server.token,
+    )  # fmt: skip
+    report = run_eval(live)
+    assert len(report.rows) == 9 and report.errors == 0
+    assert all(r["reward"] == 1.0 and r["tool_calls"] >= 1 for r in report.rows)
+    wrong = "00Dwrong!" + "x" * 40
+    with pytest.raises(OrgConnectError) as refused:
+        run_eval(replace(live, session_id=wrong, run="by-url-refused"))
+    assert server.url in str(refused.value) and wrong not in str(refused.value)
+    results = eval_bundle / "reports" / "eval" / "by-url-refused" / "results.jsonl"
+    assert not results.exists() or not results.read_text().strip()  # no instance ran on a refused session

@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import pandas as pd
 
+from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
@@ -142,8 +143,10 @@ class RunContext:
             await writer.aclose()
 
     def load_frames(self, sobject: str) -> None:
-        """Hold the frames generating `sobject` reads, read from the run's work folder (a worker process that
-        did not make them), and only those: a worker's memory is bounded by one object's inputs."""
+        """Hold the frames generating `sobject` reads, as stored in the run's work folder (a worker process that
+        did not make them), and only those. They are `StoredFrame`s (generator/frames.py), read column by
+        column and part by part as the generator asks: a worker's memory is bounded by the columns one object
+        reads and the parts of its own rows, not by its parents' whole frames."""
         order = generation_order(self.build.model)
         earlier = order[: order.index(sobject)]
         wanted = frames_read(self.build.model, sobject, earlier) & set(earlier)
@@ -152,7 +155,8 @@ class RunContext:
         work = self.root / WORK_DIR
         for name in earlier:
             if name in wanted and name not in self.build.frames:
-                self.build.frames[name] = pd.read_pickle(work / f"{name}.pkl")
+                # duck-typed: StoredFrame answers the DataFrame operations the generators use on what they read
+                self.build.frames[name] = cast(pd.DataFrame, StoredFrame(work / name))
 
     def requests_for(self, sobject: str) -> list[TextRequest]:
         reqs = self.text_requests.get(sobject)
@@ -176,13 +180,30 @@ def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.Da
         return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
-async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
+    """The text requests of a text shard. In the building process (its requests already made) a slice of
+    them; in a worker, made from the object's stored structured frame, for the shard's slice only where the
+    generator can (`text_request_count`), else all of them once and sliced."""
     ctx = rc.build
-    if job.sobject + ":structured" not in ctx.frames:
-        path = rc.root / WORK_DIR / f"{job.sobject}.structured.pkl"
-        ctx.frames[job.sobject + ":structured"] = pd.read_pickle(path)
+    gen = GENERATORS[job.sobject]
+    key = job.sobject + ":structured"
+    reqs = rc.text_requests.get(job.sobject)
+    if reqs is None and key not in ctx.frames:
+        ctx.frames[key] = cast(pd.DataFrame, StoredFrame(rc.root / WORK_DIR / f"{job.sobject}.structured"))
+    frame = ctx.frames[key] if reqs is None else None
+    if frame is not None:
+        count = gen.text_request_count(ctx, frame)
+        if count is not None:
+            rows = shard_slice(count, job.shard, job.shards)
+            return gen.text_requests_for(ctx, frame, rows.start, rows.stop) if len(rows) else []
+        if isinstance(frame, StoredFrame):
+            ctx.frames[key] = frame.to_pandas()
     reqs = rc.requests_for(job.sobject)
-    part = [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+    return [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+
+
+async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+    part = shard_requests(job, rc)
     if not part:
         return []
     gen = GENERATORS[job.sobject]
@@ -287,7 +308,7 @@ async def generate(
         if gen.text_kind is not None:
             ctx.frames[name + ":structured"] = frame
             if not shares_memory:
-                frame.to_pickle(work / f"{name}.structured.pkl")
+                save_frame(frame, work / f"{name}.structured")
             reqs = gen.text_requests(ctx, frame)
             rc.text_requests[name] = reqs
             tn = max(1, min(shards, len(reqs)))
@@ -311,7 +332,7 @@ async def generate(
         complete = rule_fields.settle()
         for done in dict.fromkeys([name, *complete]):
             if not shares_memory:
-                ctx.frames[done].to_pickle(work / f"{done}.pkl")
+                save_frame(ctx.frames[done], work / done)
         for done in complete:
             maybe = persist(done, ctx.frames[done])
             if maybe is not None:

@@ -115,6 +115,17 @@ class ObjectGenerator:
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         return []
 
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        """How many text requests `text_requests(ctx, frame)` makes, when `text_requests_for` can make a slice
+        of them without making them all (a worker then makes only its shard's); None when it cannot."""
+        return None
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        """`text_requests(ctx, frame)[lo:hi]`, made for those requests only where `text_request_count` says so."""
+        return self.text_requests(ctx, frame)[lo:hi]
+
     def apply_text(
         self,
         ctx: BuildContext,

@@ -298,6 +298,14 @@ class CaseGenerator(ObjectGenerator):
             }
         )
 
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        return len(frame)  # one request per case, made from its own row
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        return self.text_requests(ctx, frame.iloc[lo:hi])
+
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         prods = ctx.frame("Product2")
         issues = ctx.frame("Issue__c")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.frames import take
 from generator.objects.base import BuildContext, ObjectGenerator, exact_allocation
 from generator.objects.orders import BuildError
 from generator.text.base import LANDS_IN, TextKind, TextRequest
@@ -183,6 +184,17 @@ class EmailMessageGenerator(ObjectGenerator):
         frame["_prev_agent"] = prev
         return frame
 
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        return len(np.unique(frame["_case"].to_numpy()))  # one request per case with emails
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        # the requests of the lo-th to hi-th cases with emails (in case order): made from those cases' emails
+        case_col = frame["_case"].to_numpy()
+        wanted = np.unique(case_col)[lo:hi]
+        return self.text_requests(ctx, frame.iloc[np.flatnonzero(np.isin(case_col, wanted))])
+
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         cases = ctx.frame("Case")
         users = ctx.frame("User")
@@ -195,8 +207,11 @@ class EmailMessageGenerator(ObjectGenerator):
         pname, iname = prods["Name"].tolist(), issues["Name"].tolist()
         cfirst = contacts["FirstName"].tolist()
         issue_keys = [i.key for i in ctx.world.issues]
+        # the facts of the cases these emails belong to (only those: a worker making a shard's requests reads
+        # the parts of the cases' columns that hold its cases)
+        positions = np.unique(frame["_case"].to_numpy())
         cc = {
-            c: cases[c].tolist()
+            c: dict(zip(positions.tolist(), take(cases, c, positions), strict=True))
             for c in (
                 "Id",
                 "Subject",
@@ -321,6 +336,14 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
             }
         )
 
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        return len(frame)  # one request per chat, made from its own row
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        return self.text_requests(ctx, frame.iloc[lo:hi])
+
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         cases = ctx.frame("Case")
         users = ctx.frame("User")
@@ -331,8 +354,9 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
         full = (users["FirstName"] + " " + users["LastName"]).tolist()
         cfirst, pname = contacts["FirstName"].tolist(), prods["Name"].tolist()
         issue_keys = [i.key for i in ctx.world.issues]
+        positions = np.unique(frame["_case"].to_numpy())  # the chats' cases (only those: see EmailMessage)
         cc = {
-            c: cases[c].tolist()
+            c: dict(zip(positions.tolist(), take(cases, c, positions), strict=True))
             for c in ("Id", "Subject", "_product", "_issue", "_customer", "_offer_remedy", "_violation")
         }
         starts = np.datetime_as_string(frame["StartTime"].to_numpy().astype("datetime64[s]")).tolist()

@@ -32,8 +32,9 @@ table says line by line what was measured and what was extrapolated:
   the work folder, as a Dask build persists them for its workers), then, object by object in generation
   order, `--shards-sample` shards as large as a scale-1,000 shard (the whole object when it is smaller) run
   on a fresh local cluster of `--dask-workers` workers with `--sim-memory-limit` each: per shard the seconds
-  to read its inputs (the earlier objects' frames; once per worker and object, as in a real run) and to
-  compute it, the worker's resident memory and the inputs it holds. The scale-1,000 run context (the latent
+  to read its inputs (the columns and row parts of the earlier objects' stored frames it asks for,
+  generator/frames.py: whole columns once per worker and object, as in a real run) and to compute it, the
+  worker's resident memory and the inputs it holds after the shard (the columns and parts read). The scale-1,000 run context (the latent
   world) is built once on a worker.
 - Extrapolated: a shard's compute at scale 1,000 is the largest simulated scale's seconds per unit times a
   scale-1,000 shard's units (a shard computes its own rows; the table shows the seconds per unit at both
@@ -316,45 +317,39 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
 
 def sample_shard(job: Any) -> dict[str, Any]:
     """One shard job on a worker, as `generator.pipeline.run_shard_sync` runs it, timed in parts: the run
-    context (once per worker and run), reading the earlier objects' frames it reads (once per worker and
-    object), computing the shard. With the worker's memory and the inputs it holds (measured when it read
-    them)."""
+    context (once per worker and run), reading the stored frames' columns and parts it asks for (whole
+    columns once per worker and object; counted by StoredFrame.read_seconds), computing the shard (the rest).
+    With the worker's memory and the inputs it holds after the shard."""
     import pickle
 
     import pandas as pd
 
-    from generator.pipeline import WORK_DIR, run_structured_shard, run_text_shard, worker_context
+    from generator.frames import StoredFrame
+    from generator.pipeline import run_structured_shard, run_text_shard, worker_context
 
     t0 = time.perf_counter()
     rc = worker_context(job.root, job.run)
     t1 = time.perf_counter()
-    held = set(rc.build.frames)
-    rc.load_frames(job.sobject)
-    if job.stage == "text":
-        key = job.sobject + ":structured"
-        if key not in rc.build.frames:
-            rc.build.frames[key] = pd.read_pickle(Path(job.root) / WORK_DIR / f"{job.sobject}.structured.pkl")
-        rc.requests_for(job.sobject)
+    rc.load_frames(job.sobject)  # opens the stored frames; their columns are read as the shard asks for them
+    read_before = {id(f): f.read_seconds for f in rc.build.frames.values() if isinstance(f, StoredFrame)}
     t2 = time.perf_counter()
     if job.stage == "structured":
         out: Any = run_structured_shard(job, rc)
     else:
         out = asyncio.run(run_text_shard(job, rc))
     t3 = time.perf_counter()
-    loaded = set(rc.build.frames) != held
-    inputs = (
-        sum(
-            int(f.memory_usage(deep=True).sum())
-            for f in rc.build.frames.values()
-            if isinstance(f, pd.DataFrame)
-        )
-        if loaded
-        else None
+    stored = [f for f in rc.build.frames.values() if isinstance(f, StoredFrame)]
+    reading = sum(f.read_seconds for f in stored) - sum(read_before.get(id(f), 0.0) for f in stored)
+    # what the worker holds of the frames it read (after the shard: the columns and parts it asked for)
+    inputs = sum(
+        f.held_bytes() if isinstance(f, StoredFrame) else int(f.memory_usage(deep=True).sum())
+        for f in rc.build.frames.values()
+        if isinstance(f, StoredFrame | pd.DataFrame)
     )
     return {
         "context_s": t1 - t0,
-        "load_s": t2 - t1,
-        "run_s": t3 - t2,
+        "load_s": t2 - t1 + reading,
+        "run_s": t3 - t2 - reading,
         "rss": psutil.Process().memory_info().rss,
         "max_rss": high_water_mark(),
         "inputs": inputs,

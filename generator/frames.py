@@ -16,6 +16,7 @@ labels), so what a generator computes from it is unchanged.
 from __future__ import annotations
 
 import pickle
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ class StoredFrame:
         self._where = {c: i for i, c in enumerate(self.names)}
         self.whole: dict[str, pd.Series] = {}
         self._parts: OrderedDict[tuple[int, int], pd.Series] = OrderedDict()
+        self.read_seconds = 0.0  # spent reading parts from disk (for benchmarks)
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -90,8 +92,10 @@ class StoredFrame:
         key = (i, p)
         got = self._parts.get(key)
         if got is None:
+            t = time.perf_counter()
             with open(self.folder / f"{i}.{p}.pkl", "rb") as f:
                 got = pickle.load(f)
+            self.read_seconds += time.perf_counter() - t
             self._parts[key] = got
             while len(self._parts) > CACHED_PARTS:
                 self._parts.popitem(last=False)

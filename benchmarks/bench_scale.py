@@ -330,7 +330,9 @@ def sample_shard(job: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     rc = worker_context(job.root, job.run)
     t1 = time.perf_counter()
-    rc.load_frames(job.sobject)  # opens the stored frames; their columns are read as the shard asks for them
+    rc.load_frames(
+        job.sobject, job.stage
+    )  # opens the stored frames; their columns are read as the shard asks for them
     read_before = {id(f): f.read_seconds for f in rc.build.frames.values() if isinstance(f, StoredFrame)}
     t2 = time.perf_counter()
     if job.stage == "structured":

@@ -145,6 +145,11 @@ class StoredFrame:
         local = np.searchsorted(needed, positions // size) * size + positions % size
         return joined.iloc[local]
 
+    def forget(self) -> None:
+        """Let go of every column and part read so far."""
+        self.whole.clear()
+        self._parts.clear()
+
     def held_bytes(self) -> int:
         """The memory of the columns and parts held (pandas' deep count)."""
         series = [*self.whole.values(), *self._parts.values()]
@@ -235,10 +240,16 @@ class _ILoc:
         return self.view.select(key)
 
 
-def take(frame: Any, column: str, positions: np.ndarray) -> list[Any]:
-    """`frame[column]`'s values at `positions` as a list: from a `StoredFrame`, reading only the parts they fall
-    in; from a DataFrame, without copying its other columns."""
+def take_array(frame: Any, column: str, positions: np.ndarray) -> np.ndarray:
+    """`frame[column].to_numpy()[positions]`: from a `StoredFrame`, reading only the parts the positions fall
+    in (a lookup drawing a few parents' ids need not hold the parents' whole id column)."""
     if isinstance(frame, StoredFrame):
-        return frame.column_rows(column, positions).tolist()
-    values: list[Any] = frame[column].to_numpy()[positions].tolist()
+        return frame.column_rows(column, np.asarray(positions)).to_numpy()
+    values: np.ndarray = frame[column].to_numpy()[positions]
+    return values
+
+
+def take(frame: Any, column: str, positions: np.ndarray) -> list[Any]:
+    """`take_array` as a list (Python scalars)."""
+    values: list[Any] = take_array(frame, column, positions).tolist()
     return values

@@ -129,6 +129,7 @@ class RunContext:
     text_requests: dict[str, list[TextRequest]] = field(default_factory=dict)
     _writer: TextWriter | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _loaded_for: tuple[str, Stage] | None = field(default=None, repr=False)
 
     def writer(self) -> TextWriter:
         with self._lock:
@@ -142,11 +143,18 @@ class RunContext:
         if writer is not None:
             await writer.aclose()
 
-    def load_frames(self, sobject: str) -> None:
+    def load_frames(self, sobject: str, stage: Stage = "structured") -> None:
         """Hold the frames generating `sobject` reads, as stored in the run's work folder (a worker process that
         did not make them), and only those. They are `StoredFrame`s (generator/frames.py), read column by
         column and part by part as the generator asks: a worker's memory is bounded by the columns one object
-        reads and the parts of its own rows, not by its parents' whole frames."""
+        reads and the parts of its own rows, not by its parents' whole frames. When the worker moves on to
+        another object or stage, the frames it keeps forget the columns read so far (the next stage reads
+        what it uses)."""
+        if self._loaded_for != (sobject, stage):
+            self._loaded_for = (sobject, stage)
+            for held in self.build.frames.values():
+                if isinstance(held, StoredFrame):
+                    held.forget()
         order = generation_order(self.build.model)
         earlier = order[: order.index(sobject)]
         wanted = frames_read(self.build.model, sobject, earlier) & set(earlier)
@@ -223,7 +231,7 @@ def run_shard_sync(job: ShardJob, rc: RunContext | None = None) -> Any:
     building process) or in this worker process's own (`worker_context`)."""
     if rc is None:
         rc = worker_context(job.root, job.run)
-        rc.load_frames(job.sobject)
+        rc.load_frames(job.sobject, job.stage)
     if job.stage == "structured":
         return run_structured_shard(job, rc)
     return asyncio.run(run_text_shard(job, rc))

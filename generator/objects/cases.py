@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.frames import take_array
 from generator.objects.base import BuildContext, ObjectGenerator, weighted_choice_rows
 from generator.objects.orders import BuildError
 from generator.text.base import TextKind, TextRequest
@@ -270,7 +271,7 @@ class CaseGenerator(ObjectGenerator):
                 "ClosedDate": pd.Series(
                     np.where(is_closed, closed_at, np.datetime64("NaT")), dtype="datetime64[s]"
                 ),
-                "OrderItemId__c": items["Id"].to_numpy()[item],
+                "OrderItemId__c": take_array(items, "Id", item),
                 "IssueId__c": issue_ids[issue],
                 "_item": item,
                 "_order": order_pos,

@@ -89,32 +89,36 @@ class EmailMessageGenerator(ObjectGenerator):
         rng = ctx.rng("EmailMessage", b)
         out: dict[str, list[Any]] = defaultdict(list)
         end = np.datetime64(ctx.world.end, "s")
+        # this block's cases only (a worker reads the parts of the cases' columns that hold them); indexed
+        # by position - rows.start
+        mine = cases.iloc[rows.start : rows.stop]
         col = {
-            c: cases[c].tolist() for c in ("Id", "_agents", "_transfer_secs", "_offer_channel", "_customer")
+            c: mine[c].tolist() for c in ("Id", "_agents", "_transfer_secs", "_offer_channel", "_customer")
         }
-        created_a = cases["CreatedDate"].to_numpy().astype("datetime64[s]").astype("int64")
-        closed_raw = cases["ClosedDate"].to_numpy().astype("datetime64[s]")
+        created_a = mine["CreatedDate"].to_numpy().astype("datetime64[s]").astype("int64")
+        closed_raw = mine["ClosedDate"].to_numpy().astype("datetime64[s]")
         closed_ok = ~np.isnat(closed_raw)
         closed_a = np.where(closed_ok, closed_raw.astype("int64"), 0)
-        first_a = cases["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
-        offer_a = cases["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
+        first_a = mine["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
+        offer_a = mine["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
         c_mail, c_id = contacts["Email"].tolist(), contacts["Id"].tolist()
         c_name = (contacts["FirstName"] + " " + contacts["LastName"]).tolist()
         end_s = _sec(end)
         for pos in rows:
             m = int(per[pos])
-            chain = col["_agents"][pos]
-            times = list(col["_transfer_secs"][pos])
-            created = int(created_a[pos])
-            closed = int(closed_a[pos]) if closed_ok[pos] else None
+            i = pos - rows.start
+            chain = col["_agents"][i]
+            times = list(col["_transfer_secs"][i])
+            created = int(created_a[i])
+            closed = int(closed_a[i]) if closed_ok[i] else None
             life_end = closed if closed is not None else end_s - 60
-            first_assign = int(first_a[pos])
+            first_assign = int(first_a[i])
             life = life_end - created
             t_open = created + int(min(rng.uniform(10, 180), life * 0.02) + 1)
             events: list[tuple[str, int]] = [("customer_open", t_open)]
-            channel = col["_offer_channel"][pos]
+            channel = col["_offer_channel"][i]
             if channel == "email":
-                events.append(("agent_offer", int(offer_a[pos])))
+                events.append(("agent_offer", int(offer_a[i])))
             elif closed is not None:
                 events.append(("agent_close", life_end - int(rng.uniform(30, 300))))
             optional: list[tuple[str, int]] = []
@@ -142,8 +146,8 @@ class EmailMessageGenerator(ObjectGenerator):
             for seq, (kind, t) in enumerate(fixed):
                 incoming = kind.startswith("customer")
                 agent = owner_at_sec(chain, times, t)
-                contact_pos = int(col["_customer"][pos])
-                out["ParentId"].append(col["Id"][pos])
+                contact_pos = int(col["_customer"][i])
+                out["ParentId"].append(col["Id"][i])
                 out["Subject"].append(None)
                 out["TextBody"].append(None)
                 if incoming:

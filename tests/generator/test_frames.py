@@ -127,7 +127,7 @@ def test_a_workers_text_requests_are_its_slice_of_the_whole(tmp_path: Path) -> N
     for name, whole in recording.requests.items():
         for shards in (1, 3, 7):
             worker = RunContext(tmp_path, run, make_context(run))  # a fresh worker: only the stored frames
-            worker.load_frames(name)
+            worker.load_frames(name, "text")
             got = [
                 r
                 for s in range(shards)

@@ -26,8 +26,9 @@ import pandas as pd
 
 PART_ROWS = 1 << 16
 META = "meta.pkl"
-# parts of partly read columns kept per stored frame (a shard's rows span one or two parts per column)
-CACHED_PARTS = 64
+# memory of the parts of partly read columns kept per stored frame (least recently used dropped first; a
+# shard's rows span one or two parts per column, a part of a text column at scale 1,000 ~40 MB)
+CACHED_PART_BYTES = 256 * 2**20
 
 
 class FrameStoreError(ValueError):
@@ -78,6 +79,8 @@ class StoredFrame:
         self._where = {c: i for i, c in enumerate(self.names)}
         self.whole: dict[str, pd.Series] = {}
         self._parts: OrderedDict[tuple[int, int], pd.Series] = OrderedDict()
+        self._part_bytes: dict[tuple[int, int], int] = {}
+        self._cached = 0
         self.read_seconds = 0.0  # spent reading parts from disk (for benchmarks)
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -96,9 +99,13 @@ class StoredFrame:
             with open(self.folder / f"{i}.{p}.pkl", "rb") as f:
                 got = pickle.load(f)
             self.read_seconds += time.perf_counter() - t
+            size = int(got.memory_usage(deep=True))
             self._parts[key] = got
-            while len(self._parts) > CACHED_PARTS:
-                self._parts.popitem(last=False)
+            self._part_bytes[key] = size
+            self._cached += size
+            while self._cached > CACHED_PART_BYTES and len(self._parts) > 1:
+                old, _ = self._parts.popitem(last=False)
+                self._cached -= self._part_bytes.pop(old)
         else:
             self._parts.move_to_end(key)
         return got
@@ -112,7 +119,7 @@ class StoredFrame:
             got = pieces[0] if len(pieces) == 1 else pd.concat(pieces)
             got.index = pd.RangeIndex(self.rows)
             for p in range(self.parts):
-                self._parts.pop((i, p), None)
+                self._drop((i, p))
             self.whole[column] = got
         return got
 
@@ -145,10 +152,16 @@ class StoredFrame:
         local = np.searchsorted(needed, positions // size) * size + positions % size
         return joined.iloc[local]
 
+    def _drop(self, key: tuple[int, int]) -> None:
+        if self._parts.pop(key, None) is not None:
+            self._cached -= self._part_bytes.pop(key)
+
     def forget(self) -> None:
         """Let go of every column and part read so far."""
         self.whole.clear()
         self._parts.clear()
+        self._part_bytes.clear()
+        self._cached = 0
 
     def held_bytes(self) -> int:
         """The memory of the columns and parts held (pandas' deep count)."""

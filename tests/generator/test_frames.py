@@ -138,3 +138,15 @@ def test_a_workers_text_requests_are_its_slice_of_the_whole(tmp_path: Path) -> N
         if GENERATORS[name].text_request_count(worker.build, stored) is not None:
             checked.append(name)
     assert {"Case", "EmailMessage", "LiveChatTranscript"} <= set(checked)
+
+
+def test_parts_kept_stay_within_the_byte_cap(
+    stored: StoredFrame, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "CACHED_PART_BYTES", 1)  # keeps one part at most: every read re-reads
+    for lo, hi in [(0, 5), (4, 11), (1, 9)]:
+        for column in frame.columns:
+            pd.testing.assert_series_equal(stored.iloc[lo:hi][column], frame.iloc[lo:hi][column])
+            assert len(stored._parts) <= 1
+    stored.forget()
+    assert stored.held_bytes() == 0

@@ -303,8 +303,13 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
         finally:
             await rc.aclose()
 
+    before = psutil.Process().memory_info().rss
+    sampler = TreeSampler(os.getpid(), every=0.05)
     t = time.perf_counter()
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    finally:
+        sampler.stop()
     total = time.perf_counter() - t
     return {
         "run": run,
@@ -312,6 +317,10 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
         "generate_seconds": total,
         "shard_seconds": planner.seconds,
         "building_process_seconds": total - planner.seconds,
+        # this process's resident memory while generating as a Dask build's building process does (frames
+        # persisted for the workers; here the shards run in it too)
+        "rss_before_mb": before / 2**20,
+        "rss_peak_mb": sampler.peak() / 2**20,
     }
 
 
@@ -589,6 +598,8 @@ def simulate_1000(
         0.0,
         3.0,
     )
+    growth = {sc: g["rss_peak_mb"] - g["rss_before_mb"] for sc, g in gens.items()}
+    gen_peak, gen_peak_b = _power(lo, growth[lo], hi, growth[hi], SIM_TARGET, 0.0, 3.0)
     guess = extrapolate(base_runs, SIM_TARGET)
     later = {n: st["seconds"] for n, st in (guess or {}).get("stages", {}).items() if n not in ("generate",)}
     context = samples[hi]["context_1000"] or {"seconds": 0.0, "rss_delta": 0}
@@ -615,7 +626,13 @@ def simulate_1000(
             "generate_in_this_process": {
                 f"{sc:g}": {
                     k: round(g[k], 2)
-                    for k in ("generate_seconds", "shard_seconds", "building_process_seconds")
+                    for k in (
+                        "generate_seconds",
+                        "shard_seconds",
+                        "building_process_seconds",
+                        "rss_before_mb",
+                        "rss_peak_mb",
+                    )
                 }
                 for sc, g in gens.items()
             },
@@ -629,6 +646,8 @@ def simulate_1000(
             "later_stages_seconds": later,
             "later_stages_from": base_from,
             "building_process_peak_mb": (guess or {}).get("peak_mb"),
+            "building_process_generate_growth_mb": round(gen_peak),
+            "building_process_generate_growth_exponent": round(gen_peak_b, 2),
             "worker_peak_mb": worker_peak,
             "worker_limit_mb": round(limit_mb),
             "fits_worker_limit": worker_peak <= limit_mb,
@@ -673,6 +692,14 @@ def sim_table(sim: dict[str, Any]) -> str:
         f"  1000 extrapolated   whole build {e['wall_seconds']:.0f} s; worker peak {e['worker_peak_mb']:,} MB "
         f"({'within' if e['fits_worker_limit'] else 'OVER'} the {e['worker_limit_mb']:,} MB limit); building "
         f"process peak {e['building_process_peak_mb'] or '-'} MB",
+        "  1000 measured       generation as the Dask path's building process runs it (frames persisted for "
+        "the workers; the shards in the same process): memory growth "
+        + ", ".join(
+            f"scale {k}: {v['rss_peak_mb'] - v['rss_before_mb']:,.0f} MB"
+            for k, v in m["generate_in_this_process"].items()
+        ),
+        f"  1000 extrapolated   that growth at scale 1000: {e.get('building_process_generate_growth_mb', 0):,} MB "
+        f"(a*scale^b, b={e.get('building_process_generate_growth_exponent', '-')})",
     ]
     return "\n".join(lines)
 

@@ -313,6 +313,7 @@ async def generate(
         parts = [p for shard in await executor.run(rc, jobs) for p in shard]
         parts.sort(key=lambda bp: bp[0])
         frame = gen.finalize(ctx, [p for _, p in parts])
+        del parts  # the blocks, now in `frame`
         if gen.text_kind is not None:
             ctx.frames[name + ":structured"] = frame
             if not shares_memory:
@@ -333,6 +334,7 @@ async def generate(
                 result.regenerated[name] = redone
             del ctx.frames[name + ":structured"]
             rc.text_requests.pop(name, None)
+            del reqs, texts
         ctx.frames[name] = frame
         # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
         # deferred by the cycle policy). An object is persisted once all its fields are filled.
@@ -341,21 +343,32 @@ async def generate(
         for done in dict.fromkeys([name, *complete]):
             if not shares_memory:
                 save_frame(ctx.frames[done], work / done)
+        swapped = 0
         for done in complete:
             maybe = persist(done, ctx.frames[done])
             if maybe is not None:
                 await maybe
+            if not shares_memory:
+                # the building process too reads a finished object from the work folder from now on (only the
+                # columns later steps use, forgotten after each object), not its whole frame
+                swapped += len(ctx.frames[done])
+                ctx.frames[done] = cast(pd.DataFrame, StoredFrame(work / done))
         persisted.update(complete)
+        for held in ctx.frames.values():
+            if isinstance(held, StoredFrame):
+                held.forget()
         # A persisted frame that no object still to generate (or still waiting for a rule field) reads is
         # released: generation holds what later generators need, not the whole org.
         let_go = [n for n in ctx.frames if n in persisted and readers.get(n, set()) <= persisted]
-        rows = sum(len(ctx.frames[n]) for n in let_go)
+        rows = swapped + sum(len(ctx.frames[n]) for n in let_go)
         for held in let_go:
             ctx.release(held)
+        made = len(frame)
+        del frame  # held by ctx.frames (or stored) only
         if rows >= RELEASE_ROWS:
             release_freed_memory()
         result.timings[name] = time.perf_counter() - t0
-        progress.on_object_done(name, len(frame), result.timings[name])
+        progress.on_object_done(name, made, result.timings[name])
     rule_fields.check_done()
     return result
 

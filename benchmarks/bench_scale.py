@@ -32,8 +32,8 @@ table says line by line what was measured and what was extrapolated:
   the work folder, as a Dask build persists them for its workers), then, object by object in generation
   order, `--shards-sample` shards as large as a scale-1,000 shard (the whole object when it is smaller) run
   on a fresh local cluster of `--dask-workers` workers with `--sim-memory-limit` each: per shard the seconds
-  to read its inputs (the columns and row parts of the earlier objects' stored frames it asks for,
-  generator/frames.py: whole columns once per worker and object, as in a real run) and to compute it, the
+  to read its inputs (the whole columns of the earlier objects' stored frames it asks for, generator/frames.py:
+  once per worker and stage, as in a real run) and to compute it (with reading the row parts it needs), the
   worker's resident memory and the inputs it holds after the shard (the columns and parts read). The scale-1,000 run context (the latent
   world) is built once on a worker.
 - Extrapolated: a shard's compute at scale 1,000 is the largest simulated scale's seconds per unit times a
@@ -326,8 +326,8 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
 
 def sample_shard(job: Any) -> dict[str, Any]:
     """One shard job on a worker, as `generator.pipeline.run_shard_sync` runs it, timed in parts: the run
-    context (once per worker and run), reading the stored frames' columns and parts it asks for (whole
-    columns once per worker and object; counted by StoredFrame.read_seconds), computing the shard (the rest).
+    context (once per worker and run), reading the whole columns of stored frames it asks for (once per worker
+    and stage: StoredFrame.whole_seconds), computing the shard (the rest, with reading the parts of its rows).
     With the worker's memory and the inputs it holds after the shard."""
     import pickle
 
@@ -342,7 +342,7 @@ def sample_shard(job: Any) -> dict[str, Any]:
     rc.load_frames(
         job.sobject, job.stage
     )  # opens the stored frames; their columns are read as the shard asks for them
-    read_before = {id(f): f.read_seconds for f in rc.build.frames.values() if isinstance(f, StoredFrame)}
+    read_before = {id(f): f.whole_seconds for f in rc.build.frames.values() if isinstance(f, StoredFrame)}
     t2 = time.perf_counter()
     if job.stage == "structured":
         out: Any = run_structured_shard(job, rc)
@@ -350,7 +350,8 @@ def sample_shard(job: Any) -> dict[str, Any]:
         out = asyncio.run(run_text_shard(job, rc))
     t3 = time.perf_counter()
     stored = [f for f in rc.build.frames.values() if isinstance(f, StoredFrame)]
-    reading = sum(f.read_seconds for f in stored) - sum(read_before.get(id(f), 0.0) for f in stored)
+    # whole columns: read once per worker and stage (the load); the parts of the shard's rows count as its compute
+    reading = sum(f.whole_seconds for f in stored) - sum(read_before.get(id(f), 0.0) for f in stored)
     # what the worker holds of the frames it read (after the shard: the columns and parts it asked for)
     inputs = sum(
         f.held_bytes() if isinstance(f, StoredFrame) else int(f.memory_usage(deep=True).sum())

@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-PART_ROWS = 1 << 16
+# rows per part: a shard at scale 1,000 covers ~4,000 cases; a part of a text column (Case.Description) of
+# 16,384 rows is ~10 MB
+PART_ROWS = 1 << 14
 META = "meta.pkl"
 # memory of the parts of partly read columns kept per stored frame (least recently used dropped first; a
-# shard's rows span one or two parts per column, a part of a text column at scale 1,000 ~40 MB)
+# shard's rows span one or two parts per column, a part of a text column ~10 MB)
 CACHED_PART_BYTES = 256 * 2**20
 
 
@@ -81,7 +83,9 @@ class StoredFrame:
         self._parts: OrderedDict[tuple[int, int], pd.Series] = OrderedDict()
         self._part_bytes: dict[tuple[int, int], int] = {}
         self._cached = 0
-        self.read_seconds = 0.0  # spent reading parts from disk (for benchmarks)
+        # seconds spent reading (for benchmarks): whole columns (once per worker and stage) and parts (per shard)
+        self.whole_seconds = 0.0
+        self.part_seconds = 0.0
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -91,14 +95,18 @@ class StoredFrame:
         except KeyError:
             raise KeyError(column) from None
 
+    def _load(self, i: int, p: int) -> pd.Series:
+        with open(self.folder / f"{i}.{p}.pkl", "rb") as f:
+            got: pd.Series = pickle.load(f)
+        return got
+
     def _part(self, i: int, p: int) -> pd.Series:
         key = (i, p)
         got = self._parts.get(key)
         if got is None:
             t = time.perf_counter()
-            with open(self.folder / f"{i}.{p}.pkl", "rb") as f:
-                got = pickle.load(f)
-            self.read_seconds += time.perf_counter() - t
+            got = self._load(i, p)
+            self.part_seconds += time.perf_counter() - t
             size = int(got.memory_usage(deep=True))
             self._parts[key] = got
             self._part_bytes[key] = size
@@ -115,8 +123,13 @@ class StoredFrame:
         got = self.whole.get(column)
         if got is None:
             i = self._index(column)
-            pieces = [self._part(i, p) for p in range(self.parts)]
+            t = time.perf_counter()
+            pieces = []
+            for p in range(self.parts):
+                held = self._parts.get((i, p))
+                pieces.append(self._load(i, p) if held is None else held)
             got = pieces[0] if len(pieces) == 1 else pd.concat(pieces)
+            self.whole_seconds += time.perf_counter() - t
             got.index = pd.RangeIndex(self.rows)
             for p in range(self.parts):
                 self._drop((i, p))

@@ -40,7 +40,9 @@ table says line by line what was measured and what was extrapolated:
   scale-1,000 shard's units (a shard computes its own rows; the table shows the seconds per unit at both
   scales, so a growth with the org's size shows), times the plan's shards over the workers; reading the
   inputs and the inputs' memory grow linearly with the org (from the largest simulated scale); a worker's
-  memory at scale 1,000 is its resident memory at the largest simulated scale plus that growth plus a
+  memory at scale 1,000 is its resident memory at the largest simulated scale plus that growth (of the
+  whole columns it holds) plus the parts of rows its stored frames may hold at most (the parts cache's bound,
+  generator.frames.CACHED_PART_BYTES plus one part, per stored frame holding parts: "parts MB@1000") plus a
   larger shard's result. Not simulated, fitted as a*scale^b: the building process's part of generation
   (assembling each object, the near-duplicate search, CSV writing: this process's generation seconds minus
   its shards' seconds) through the simulated scales; and validate, tasks, tasks.check, tasks.check_api and
@@ -247,6 +249,9 @@ def table(runs: list[dict[str, Any]], guess: dict[str, Any] | None) -> str:
 
 SIM_TARGET = 1000.0
 SIM_SHARDS = 256  # flows.build.MAX_SHARDS: the most shards a build splits an object into
+PART_MB_1000 = (
+    10.0  # the largest part of a stored frame's column at scale 1,000 (Case.Description, 16,384 rows)
+)
 
 
 class PlanningExecutor:
@@ -352,12 +357,15 @@ def sample_shard(job: Any) -> dict[str, Any]:
     stored = [f for f in rc.build.frames.values() if isinstance(f, StoredFrame)]
     # whole columns: read once per worker and stage (the load); the parts of the shard's rows count as its compute
     reading = sum(f.whole_seconds for f in stored) - sum(read_before.get(id(f), 0.0) for f in stored)
-    # what the worker holds of the frames it read (after the shard: the columns and parts it asked for)
+    # what the worker holds of the frames it read after the shard: whole columns (they grow with the org) and
+    # the parts of rows (at most CACHED_PART_BYTES, plus one part, per stored frame, whatever the org's size)
     inputs = sum(
-        f.held_bytes() if isinstance(f, StoredFrame) else int(f.memory_usage(deep=True).sum())
+        f.whole_bytes() if isinstance(f, StoredFrame) else int(f.memory_usage(deep=True).sum())
         for f in rc.build.frames.values()
         if isinstance(f, StoredFrame | pd.DataFrame)
     )
+    parts = sum(f.part_bytes() for f in stored)
+    part_frames = sum(1 for f in stored if f.part_bytes())
     return {
         "context_s": t1 - t0,
         "load_s": t2 - t1 + reading,
@@ -365,6 +373,8 @@ def sample_shard(job: Any) -> dict[str, Any]:
         "rss": psutil.Process().memory_info().rss,
         "max_rss": high_water_mark(),
         "inputs": inputs,
+        "parts": parts,
+        "part_frames": part_frames,
         "result_bytes": len(pickle.dumps(out)),
     }
 
@@ -495,6 +505,8 @@ def run_samples(
                 "rss_mb": max(g["rss"] for g in got) / 2**20,
                 "max_rss_mb": max(g["max_rss"] for g in got) / 2**20,
                 "inputs_mb": max((g["inputs"] or 0) for g in got) / 2**20,
+                "parts_mb": max(g["parts"] for g in got) / 2**20,
+                "part_frames": max(g["part_frames"] for g in got),
                 "result_mb_per_unit": sum(g["result_bytes"] for g in got) / max(1, sum(units)) / 2**20,
             }
     return {
@@ -526,6 +538,8 @@ def simulate_1000(
     """The simulated scale-1,000 Dask run (module docstring): measured sample shards, then the estimate."""
     from dask.utils import parse_bytes
 
+    from generator.frames import CACHED_PART_BYTES
+
     scales = sorted(sim_scales)
     gens: dict[float, dict[str, Any]] = {}
     samples: dict[float, dict[str, Any]] = {}
@@ -554,12 +568,17 @@ def simulate_1000(
         ratio = b["seconds_per_unit"] / a["seconds_per_unit"] if a["seconds_per_unit"] > 0 else None
         per_shard = per_unit * p["units_per_shard"]
         load = b["load_seconds"] * SIM_TARGET / hi  # the inputs grow with the org
+        # whole columns grow with the org; the parts of rows held are bounded by the stored frames' parts cache:
+        # counted at its bound (CACHED_PART_BYTES plus one part per stored frame holding parts)
         inputs = b["inputs_mb"] * SIM_TARGET / hi
+        parts_bound = b["part_frames"] * (CACHED_PART_BYTES + PART_MB_1000 * 2**20) / 2**20
+        parts = max(b["parts_mb"], parts_bound)
         # the worker at scale hi, plus the inputs' growth to 1,000, plus a larger shard's result
         sampled = sum(b["sampled_units"]) / max(1, len(b["sampled_units"]))
         rss = (
             b["rss_mb"]
             + (inputs - b["inputs_mb"])
+            + (parts - b["parts_mb"])
             + max(0.0, p["units_per_shard"] - sampled) * b["result_mb_per_unit"]
         )
         seconds = load + per_shard * math.ceil(p["shards"] / workers)
@@ -588,6 +607,8 @@ def simulate_1000(
             "measured_worker_rss_mb": {f"{lo:g}": round(a["rss_mb"]), f"{hi:g}": round(b["rss_mb"])},
             "measured_inputs_mb": {f"{lo:g}": round(a["inputs_mb"], 1), f"{hi:g}": round(b["inputs_mb"], 1)},
             "inputs_mb_1000": round(inputs),
+            "measured_parts_mb": {f"{lo:g}": round(a["parts_mb"], 1), f"{hi:g}": round(b["parts_mb"], 1)},
+            "parts_mb_1000": round(parts),
             "worker_rss_mb_1000": round(rss),
         }
     flow, flow_b = _power(
@@ -668,7 +689,8 @@ def sim_table(sim: dict[str, Any]) -> str:
         "EXTRAPOLATED from them (see the docstring)",
         f"{'':>6} {'object.stage':<30} {'units@1000':>11} {'shards':>6} {'ms/unit ' + format(lo, 'g'):>11} "
         f"{'ms/unit ' + format(hi, 'g'):>11} {'s/shard@1000':>12} {'load s@1000':>11} {'seconds@1000':>12} "
-        f"{'worker MB ' + format(lo, 'g') + '/' + format(hi, 'g'):>16} {'inputs MB@1000':>14} {'MB@1000':>8}",
+        f"{'worker MB ' + format(lo, 'g') + '/' + format(hi, 'g'):>16} {'inputs MB@1000':>14} {'parts MB@1000':>13} "
+        f"{'MB@1000':>8}",
     ]
     for label, o in sim["objects"].items():
         mu, rss = o["measured_ms_per_unit"], o["measured_worker_rss_mb"]
@@ -676,7 +698,7 @@ def sim_table(sim: dict[str, Any]) -> str:
             f"{'':>6} {label:<30} {format(o['units_1000'], ',') + ('' if o['units_1000_from'] == 'exact' else '*'):>11} {o['shards_1000']:>6} {mu[f'{lo:g}']:>11.4f} "
             f"{mu[f'{hi:g}']:>11.4f} {o['shard_seconds_1000']:>12.3f} {o['load_seconds_1000']:>11.2f} "
             f"{o['seconds_1000']:>12.1f} {str(rss[f'{lo:g}']) + '/' + str(rss[f'{hi:g}']):>16} "
-            f"{o['inputs_mb_1000']:>14,} {o['worker_rss_mb_1000']:>8,}"
+            f"{o['inputs_mb_1000']:>14,} {o.get('parts_mb_1000', 0):>13,} {o['worker_rss_mb_1000']:>8,}"
         )
     later = ", ".join(f"{n} {s:.0f} s" for n, s in e["later_stages_seconds"].items())
     lines += [

@@ -178,8 +178,15 @@ class StoredFrame:
 
     def held_bytes(self) -> int:
         """The memory of the columns and parts held (pandas' deep count)."""
-        series = [*self.whole.values(), *self._parts.values()]
-        return sum(int(s.memory_usage(deep=True)) for s in series)
+        return self.whole_bytes() + self._cached
+
+    def whole_bytes(self) -> int:
+        """The memory of the whole columns held."""
+        return sum(int(s.memory_usage(deep=True)) for s in self.whole.values())
+
+    def part_bytes(self) -> int:
+        """The memory of the parts held (at most CACHED_PART_BYTES plus one part)."""
+        return self._cached
 
     def to_pandas(self) -> pd.DataFrame:
         """The whole frame, every column read."""

@@ -14,11 +14,11 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
 import pandas as pd
 
@@ -256,6 +256,50 @@ class LocalExecutor:
         return list(await asyncio.gather(*(run_text_shard(j, rc) for j in jobs)))
 
 
+class RequestsOnDemand(Sequence[TextRequest]):
+    """The text requests of a `requests_per_row` object, made when asked for from its structured frame: on
+    the Dask path the workers make their shards' requests, and the building process needs only those of the
+    rows it rewrites (a scale-1,000 Case holds ~1 GB of requests made all at once). Rewritten requests are
+    kept (`reqs[row] = ...`)."""
+
+    def __init__(self, gen: Any, ctx: BuildContext, frame: pd.DataFrame) -> None:
+        self.gen, self.ctx, self.frame = gen, ctx, frame
+        self.n = len(frame)
+        self.changed: dict[int, TextRequest] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def at(self, rows: Sequence[int]) -> list[TextRequest]:
+        """The requests of `rows` (made together: one pass over the parents' columns)."""
+        missing = sorted({r for r in rows if r not in self.changed})
+        made: dict[int, TextRequest] = {}
+        if missing:
+            made = dict(zip(missing, self.gen.text_requests(self.ctx, self.frame.iloc[missing]), strict=True))
+        return [self.changed[r] if r in self.changed else made[r] for r in rows]
+
+    @overload
+    def __getitem__(self, row: int) -> TextRequest: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[TextRequest]: ...
+
+    def __getitem__(self, row: int | slice) -> TextRequest | list[TextRequest]:
+        if isinstance(row, slice):
+            return self.at(range(self.n)[row])
+        if not 0 <= row < self.n:
+            raise IndexError(row)
+        return self.at([row])[0]
+
+    def __setitem__(self, row: int, request: TextRequest) -> None:
+        self.changed[row] = request
+
+    def __iter__(self) -> Iterator[TextRequest]:
+        step = 4096
+        for lo in range(0, self.n, step):
+            yield from self.at(range(lo, min(self.n, lo + step)))
+
+
 # -- the pipeline ------------------------------------------------------------------------------------------
 
 
@@ -318,8 +362,13 @@ async def generate(
             ctx.frames[name + ":structured"] = frame
             if not shares_memory:
                 save_frame(frame, work / f"{name}.structured")
-            reqs = gen.text_requests(ctx, frame)
-            rc.text_requests[name] = reqs
+            reqs: list[TextRequest] | RequestsOnDemand
+            if not shares_memory and gen.requests_per_row:
+                # the workers make their shards' requests; this process makes only those it rewrites
+                reqs = RequestsOnDemand(gen, ctx, frame)
+            else:
+                reqs = gen.text_requests(ctx, frame)
+                rc.text_requests[name] = reqs
             tn = max(1, min(shards, len(reqs)))
             tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
             texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
@@ -386,7 +435,7 @@ async def _regenerate_near_duplicates(
     writer: TextWriter,
     gen: Any,
     frame: pd.DataFrame,
-    reqs: list[TextRequest],
+    reqs: list[TextRequest] | RequestsOnDemand,
     texts: list[dict[str, Any]],
 ) -> tuple[pd.DataFrame, int]:
     """Rewrite the later record of every near-duplicate pair (with an `attempt` counter) until none remain.
@@ -410,9 +459,10 @@ async def _regenerate_near_duplicates(
         rounds += 1
         rows = sorted(redo)
         again = []
-        for r in rows:
+        current = reqs.at(rows) if isinstance(reqs, RequestsOnDemand) else [reqs[r] for r in rows]
+        for r, req in zip(rows, current, strict=True):
             attempts[r] = attempts.get(r, 0) + 1
-            again.append(TextRequest(reqs[r].kind, reqs[r].key, {**reqs[r].facts, "attempt": attempts[r]}))
+            again.append(TextRequest(req.kind, req.key, {**req.facts, "attempt": attempts[r]}))
         new = await writer.write(gen.text_kind, again)
         for r, req, res in zip(rows, again, new, strict=True):
             reqs[r], texts[r] = req, res

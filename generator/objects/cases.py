@@ -48,6 +48,7 @@ class CaseGenerator(ObjectGenerator):
     sort_by = ("CreatedDate", "_item")
     text_kind = TextKind.CASE
     dedup_fields = ("Description",)
+    requests_per_row = True  # one request per case, made from its own row
 
     def units(self, ctx: BuildContext) -> int:
         return len(self._plan(ctx)["item"])
@@ -298,14 +299,6 @@ class CaseGenerator(ObjectGenerator):
                 "_tone": tone,
             }
         )
-
-    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
-        return len(frame)  # one request per case, made from its own row
-
-    def text_requests_for(
-        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
-    ) -> list[TextRequest]:
-        return self.text_requests(ctx, frame.iloc[lo:hi])
 
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         prods = ctx.frame("Product2")

@@ -306,6 +306,7 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
     sort_by = ("StartTime", "_case")
     text_kind = TextKind.CHAT
     dedup_fields = ("Body",)
+    requests_per_row = True  # one request per chat, made from its own row
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.frame("Case"))
@@ -339,14 +340,6 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
                 "_agent": np.array(owners, dtype=int),
             }
         )
-
-    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
-        return len(frame)  # one request per chat, made from its own row
-
-    def text_requests_for(
-        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
-    ) -> list[TextRequest]:
-        return self.text_requests(ctx, frame.iloc[lo:hi])
 
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         cases = ctx.frame("Case")

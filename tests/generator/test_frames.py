@@ -18,6 +18,7 @@ from generator.objects import GENERATORS
 from generator.pipeline import (
     WORK_DIR,
     LocalExecutor,
+    RequestsOnDemand,
     RunContext,
     RunSpec,
     ShardJob,
@@ -107,14 +108,18 @@ def test_what_cannot_be_stored_or_read_says_so(frame: pd.DataFrame, tmp_path: Pa
 
 
 class _Recording(LocalExecutor):
-    """A LocalExecutor that keeps each text object's whole request list (made by the building process)."""
+    """A LocalExecutor that keeps each text object's whole request list, made in the building process from the
+    whole structured frame (`text_requests`)."""
 
     def __init__(self) -> None:
         self.requests: dict[str, list[TextRequest]] = {}
 
     async def run(self, rc: RunContext, jobs: Sequence[ShardJob]) -> list[Any]:
         if jobs and jobs[0].stage == "text":
-            self.requests[jobs[0].sobject] = list(rc.text_requests[jobs[0].sobject])
+            name = jobs[0].sobject
+            self.requests[name] = GENERATORS[name].text_requests(
+                rc.build, rc.build.frames[name + ":structured"]
+            )
         return await super().run(rc, jobs)
 
 
@@ -123,7 +128,7 @@ def test_a_workers_text_requests_are_its_slice_of_the_whole(tmp_path: Path) -> N
     recording = _Recording()
     rc = RunContext(tmp_path, run, make_context(run))
     asyncio.run(generate(rc, recording, 1, lambda name, frame: None, shares_memory=False))
-    checked = []
+    checked, per_row = [], []
     for name, whole in recording.requests.items():
         for shards in (1, 3, 7):
             worker = RunContext(tmp_path, run, make_context(run))  # a fresh worker: only the stored frames
@@ -137,7 +142,16 @@ def test_a_workers_text_requests_are_its_slice_of_the_whole(tmp_path: Path) -> N
         stored = StoredFrame(tmp_path / WORK_DIR / f"{name}.structured")
         if GENERATORS[name].text_request_count(worker.build, stored) is not None:
             checked.append(name)
+        if GENERATORS[name].requests_per_row:  # the building process's requests made on demand
+            on_demand = RequestsOnDemand(GENERATORS[name], worker.build, stored.to_pandas())
+            some = [len(whole) - 1, 0, len(whole) // 2, 0]
+            assert len(on_demand) == len(whole) and list(on_demand) == whole
+            assert on_demand.at(some) == [whole[i] for i in some] and on_demand[1] == whole[1]
+            on_demand[1] = whole[0]
+            assert on_demand.at([1, 2]) == [whole[0], whole[2]]
+            per_row.append(name)
     assert {"Case", "EmailMessage", "LiveChatTranscript"} <= set(checked)
+    assert sorted(per_row) == ["Case", "LiveChatTranscript"]
 
 
 def test_parts_kept_stay_within_the_byte_cap(

@@ -32,14 +32,17 @@ table says line by line what was measured and what was extrapolated:
   the work folder, as a Dask build persists them for its workers), then, object by object in generation
   order, `--shards-sample` shards as large as a scale-1,000 shard (the whole object when it is smaller) run
   on a fresh local cluster of `--dask-workers` workers with `--sim-memory-limit` each: per shard the seconds
-  to read its inputs (the earlier objects' frames; once per worker and object, as in a real run) and to
-  compute it, the worker's resident memory and the inputs it holds. The scale-1,000 run context (the latent
+  to read its inputs (the whole columns of the earlier objects' stored frames it asks for, generator/frames.py:
+  once per worker and stage, as in a real run) and to compute it (with reading the row parts it needs), the
+  worker's resident memory and the inputs it holds after the shard (the columns and parts read). The scale-1,000 run context (the latent
   world) is built once on a worker.
 - Extrapolated: a shard's compute at scale 1,000 is the largest simulated scale's seconds per unit times a
   scale-1,000 shard's units (a shard computes its own rows; the table shows the seconds per unit at both
   scales, so a growth with the org's size shows), times the plan's shards over the workers; reading the
   inputs and the inputs' memory grow linearly with the org (from the largest simulated scale); a worker's
-  memory at scale 1,000 is its resident memory at the largest simulated scale plus that growth plus a
+  memory at scale 1,000 is its resident memory at the largest simulated scale plus that growth (of the
+  whole columns it holds) plus the parts of rows its stored frames may hold at most (the parts cache's bound,
+  generator.frames.CACHED_PART_BYTES plus one part, per stored frame holding parts: "parts MB@1000") plus a
   larger shard's result. Not simulated, fitted as a*scale^b: the building process's part of generation
   (assembling each object, the near-duplicate search, CSV writing: this process's generation seconds minus
   its shards' seconds) through the simulated scales; and validate, tasks, tasks.check, tasks.check_api and
@@ -246,6 +249,9 @@ def table(runs: list[dict[str, Any]], guess: dict[str, Any] | None) -> str:
 
 SIM_TARGET = 1000.0
 SIM_SHARDS = 256  # flows.build.MAX_SHARDS: the most shards a build splits an object into
+PART_MB_1000 = (
+    10.0  # the largest part of a stored frame's column at scale 1,000 (Case.Description, 16,384 rows)
+)
 
 
 class PlanningExecutor:
@@ -302,8 +308,13 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
         finally:
             await rc.aclose()
 
+    before = psutil.Process().memory_info().rss
+    sampler = TreeSampler(os.getpid(), every=0.05)
     t = time.perf_counter()
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    finally:
+        sampler.stop()
     total = time.perf_counter() - t
     return {
         "run": run,
@@ -311,53 +322,59 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
         "generate_seconds": total,
         "shard_seconds": planner.seconds,
         "building_process_seconds": total - planner.seconds,
+        # this process's resident memory while generating as a Dask build's building process does (frames
+        # persisted for the workers; here the shards run in it too)
+        "rss_before_mb": before / 2**20,
+        "rss_peak_mb": sampler.peak() / 2**20,
     }
 
 
 def sample_shard(job: Any) -> dict[str, Any]:
     """One shard job on a worker, as `generator.pipeline.run_shard_sync` runs it, timed in parts: the run
-    context (once per worker and run), reading the earlier objects' frames it reads (once per worker and
-    object), computing the shard. With the worker's memory and the inputs it holds (measured when it read
-    them)."""
+    context (once per worker and run), reading the whole columns of stored frames it asks for (once per worker
+    and stage: StoredFrame.whole_seconds), computing the shard (the rest, with reading the parts of its rows).
+    With the worker's memory and the inputs it holds after the shard."""
     import pickle
 
     import pandas as pd
 
-    from generator.pipeline import WORK_DIR, run_structured_shard, run_text_shard, worker_context
+    from generator.frames import StoredFrame
+    from generator.pipeline import run_structured_shard, run_text_shard, worker_context
 
     t0 = time.perf_counter()
     rc = worker_context(job.root, job.run)
     t1 = time.perf_counter()
-    held = set(rc.build.frames)
-    rc.load_frames(job.sobject)
-    if job.stage == "text":
-        key = job.sobject + ":structured"
-        if key not in rc.build.frames:
-            rc.build.frames[key] = pd.read_pickle(Path(job.root) / WORK_DIR / f"{job.sobject}.structured.pkl")
-        rc.requests_for(job.sobject)
+    rc.load_frames(
+        job.sobject, job.stage
+    )  # opens the stored frames; their columns are read as the shard asks for them
+    read_before = {id(f): f.whole_seconds for f in rc.build.frames.values() if isinstance(f, StoredFrame)}
     t2 = time.perf_counter()
     if job.stage == "structured":
         out: Any = run_structured_shard(job, rc)
     else:
         out = asyncio.run(run_text_shard(job, rc))
     t3 = time.perf_counter()
-    loaded = set(rc.build.frames) != held
-    inputs = (
-        sum(
-            int(f.memory_usage(deep=True).sum())
-            for f in rc.build.frames.values()
-            if isinstance(f, pd.DataFrame)
-        )
-        if loaded
-        else None
+    stored = [f for f in rc.build.frames.values() if isinstance(f, StoredFrame)]
+    # whole columns: read once per worker and stage (the load); the parts of the shard's rows count as its compute
+    reading = sum(f.whole_seconds for f in stored) - sum(read_before.get(id(f), 0.0) for f in stored)
+    # what the worker holds of the frames it read after the shard: whole columns (they grow with the org) and
+    # the parts of rows (at most CACHED_PART_BYTES, plus one part, per stored frame, whatever the org's size)
+    inputs = sum(
+        f.whole_bytes() if isinstance(f, StoredFrame) else int(f.memory_usage(deep=True).sum())
+        for f in rc.build.frames.values()
+        if isinstance(f, StoredFrame | pd.DataFrame)
     )
+    parts = sum(f.part_bytes() for f in stored)
+    part_frames = sum(1 for f in stored if f.part_bytes())
     return {
         "context_s": t1 - t0,
-        "load_s": t2 - t1,
-        "run_s": t3 - t2,
+        "load_s": t2 - t1 + reading,
+        "run_s": t3 - t2 - reading,
         "rss": psutil.Process().memory_info().rss,
         "max_rss": high_water_mark(),
         "inputs": inputs,
+        "parts": parts,
+        "part_frames": part_frames,
         "result_bytes": len(pickle.dumps(out)),
     }
 
@@ -488,6 +505,8 @@ def run_samples(
                 "rss_mb": max(g["rss"] for g in got) / 2**20,
                 "max_rss_mb": max(g["max_rss"] for g in got) / 2**20,
                 "inputs_mb": max((g["inputs"] or 0) for g in got) / 2**20,
+                "parts_mb": max(g["parts"] for g in got) / 2**20,
+                "part_frames": max(g["part_frames"] for g in got),
                 "result_mb_per_unit": sum(g["result_bytes"] for g in got) / max(1, sum(units)) / 2**20,
             }
     return {
@@ -519,6 +538,8 @@ def simulate_1000(
     """The simulated scale-1,000 Dask run (module docstring): measured sample shards, then the estimate."""
     from dask.utils import parse_bytes
 
+    from generator.frames import CACHED_PART_BYTES
+
     scales = sorted(sim_scales)
     gens: dict[float, dict[str, Any]] = {}
     samples: dict[float, dict[str, Any]] = {}
@@ -547,12 +568,17 @@ def simulate_1000(
         ratio = b["seconds_per_unit"] / a["seconds_per_unit"] if a["seconds_per_unit"] > 0 else None
         per_shard = per_unit * p["units_per_shard"]
         load = b["load_seconds"] * SIM_TARGET / hi  # the inputs grow with the org
+        # whole columns grow with the org; the parts of rows held are bounded by the stored frames' parts cache:
+        # counted at its bound (CACHED_PART_BYTES plus one part per stored frame holding parts)
         inputs = b["inputs_mb"] * SIM_TARGET / hi
+        parts_bound = b["part_frames"] * (CACHED_PART_BYTES + PART_MB_1000 * 2**20) / 2**20
+        parts = max(b["parts_mb"], parts_bound)
         # the worker at scale hi, plus the inputs' growth to 1,000, plus a larger shard's result
         sampled = sum(b["sampled_units"]) / max(1, len(b["sampled_units"]))
         rss = (
             b["rss_mb"]
             + (inputs - b["inputs_mb"])
+            + (parts - b["parts_mb"])
             + max(0.0, p["units_per_shard"] - sampled) * b["result_mb_per_unit"]
         )
         seconds = load + per_shard * math.ceil(p["shards"] / workers)
@@ -581,6 +607,8 @@ def simulate_1000(
             "measured_worker_rss_mb": {f"{lo:g}": round(a["rss_mb"]), f"{hi:g}": round(b["rss_mb"])},
             "measured_inputs_mb": {f"{lo:g}": round(a["inputs_mb"], 1), f"{hi:g}": round(b["inputs_mb"], 1)},
             "inputs_mb_1000": round(inputs),
+            "measured_parts_mb": {f"{lo:g}": round(a["parts_mb"], 1), f"{hi:g}": round(b["parts_mb"], 1)},
+            "parts_mb_1000": round(parts),
             "worker_rss_mb_1000": round(rss),
         }
     flow, flow_b = _power(
@@ -592,6 +620,8 @@ def simulate_1000(
         0.0,
         3.0,
     )
+    growth = {sc: g["rss_peak_mb"] - g["rss_before_mb"] for sc, g in gens.items()}
+    gen_peak, gen_peak_b = _power(lo, growth[lo], hi, growth[hi], SIM_TARGET, 0.0, 3.0)
     guess = extrapolate(base_runs, SIM_TARGET)
     later = {n: st["seconds"] for n, st in (guess or {}).get("stages", {}).items() if n not in ("generate",)}
     context = samples[hi]["context_1000"] or {"seconds": 0.0, "rss_delta": 0}
@@ -618,7 +648,13 @@ def simulate_1000(
             "generate_in_this_process": {
                 f"{sc:g}": {
                     k: round(g[k], 2)
-                    for k in ("generate_seconds", "shard_seconds", "building_process_seconds")
+                    for k in (
+                        "generate_seconds",
+                        "shard_seconds",
+                        "building_process_seconds",
+                        "rss_before_mb",
+                        "rss_peak_mb",
+                    )
                 }
                 for sc, g in gens.items()
             },
@@ -632,6 +668,8 @@ def simulate_1000(
             "later_stages_seconds": later,
             "later_stages_from": base_from,
             "building_process_peak_mb": (guess or {}).get("peak_mb"),
+            "building_process_generate_growth_mb": round(gen_peak),
+            "building_process_generate_growth_exponent": round(gen_peak_b, 2),
             "worker_peak_mb": worker_peak,
             "worker_limit_mb": round(limit_mb),
             "fits_worker_limit": worker_peak <= limit_mb,
@@ -651,7 +689,8 @@ def sim_table(sim: dict[str, Any]) -> str:
         "EXTRAPOLATED from them (see the docstring)",
         f"{'':>6} {'object.stage':<30} {'units@1000':>11} {'shards':>6} {'ms/unit ' + format(lo, 'g'):>11} "
         f"{'ms/unit ' + format(hi, 'g'):>11} {'s/shard@1000':>12} {'load s@1000':>11} {'seconds@1000':>12} "
-        f"{'worker MB ' + format(lo, 'g') + '/' + format(hi, 'g'):>16} {'inputs MB@1000':>14} {'MB@1000':>8}",
+        f"{'worker MB ' + format(lo, 'g') + '/' + format(hi, 'g'):>16} {'inputs MB@1000':>14} {'parts MB@1000':>13} "
+        f"{'MB@1000':>8}",
     ]
     for label, o in sim["objects"].items():
         mu, rss = o["measured_ms_per_unit"], o["measured_worker_rss_mb"]
@@ -659,7 +698,7 @@ def sim_table(sim: dict[str, Any]) -> str:
             f"{'':>6} {label:<30} {format(o['units_1000'], ',') + ('' if o['units_1000_from'] == 'exact' else '*'):>11} {o['shards_1000']:>6} {mu[f'{lo:g}']:>11.4f} "
             f"{mu[f'{hi:g}']:>11.4f} {o['shard_seconds_1000']:>12.3f} {o['load_seconds_1000']:>11.2f} "
             f"{o['seconds_1000']:>12.1f} {str(rss[f'{lo:g}']) + '/' + str(rss[f'{hi:g}']):>16} "
-            f"{o['inputs_mb_1000']:>14,} {o['worker_rss_mb_1000']:>8,}"
+            f"{o['inputs_mb_1000']:>14,} {o.get('parts_mb_1000', 0):>13,} {o['worker_rss_mb_1000']:>8,}"
         )
     later = ", ".join(f"{n} {s:.0f} s" for n, s in e["later_stages_seconds"].items())
     lines += [
@@ -676,6 +715,14 @@ def sim_table(sim: dict[str, Any]) -> str:
         f"  1000 extrapolated   whole build {e['wall_seconds']:.0f} s; worker peak {e['worker_peak_mb']:,} MB "
         f"({'within' if e['fits_worker_limit'] else 'OVER'} the {e['worker_limit_mb']:,} MB limit); building "
         f"process peak {e['building_process_peak_mb'] or '-'} MB",
+        "  1000 measured       generation as the Dask path's building process runs it (frames persisted for "
+        "the workers; the shards in the same process): memory growth "
+        + ", ".join(
+            f"scale {k}: {v['rss_peak_mb'] - v['rss_before_mb']:,.0f} MB"
+            for k, v in m["generate_in_this_process"].items()
+        ),
+        f"  1000 extrapolated   that growth at scale 1000: {e.get('building_process_generate_growth_mb', 0):,} MB "
+        f"(a*scale^b, b={e.get('building_process_generate_growth_exponent', '-')})",
     ]
     return "\n".join(lines)
 

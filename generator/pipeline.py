@@ -14,14 +14,15 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
 import pandas as pd
 
+from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.fields import RuleFields
 from generator.text.base import TextRequest, TextWriter
@@ -128,6 +129,7 @@ class RunContext:
     text_requests: dict[str, list[TextRequest]] = field(default_factory=dict)
     _writer: TextWriter | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _loaded_for: tuple[str, Stage] | None = field(default=None, repr=False)
 
     def writer(self) -> TextWriter:
         with self._lock:
@@ -141,9 +143,18 @@ class RunContext:
         if writer is not None:
             await writer.aclose()
 
-    def load_frames(self, sobject: str) -> None:
-        """Hold the frames generating `sobject` reads, read from the run's work folder (a worker process that
-        did not make them), and only those: a worker's memory is bounded by one object's inputs."""
+    def load_frames(self, sobject: str, stage: Stage = "structured") -> None:
+        """Hold the frames generating `sobject` reads, as stored in the run's work folder (a worker process that
+        did not make them), and only those. They are `StoredFrame`s (generator/frames.py), read column by
+        column and part by part as the generator asks: a worker's memory is bounded by the columns one object
+        reads and the parts of its own rows, not by its parents' whole frames. When the worker moves on to
+        another object or stage, the frames it keeps forget the columns read so far (the next stage reads
+        what it uses)."""
+        if self._loaded_for != (sobject, stage):
+            self._loaded_for = (sobject, stage)
+            for held in self.build.frames.values():
+                if isinstance(held, StoredFrame):
+                    held.forget()
         order = generation_order(self.build.model)
         earlier = order[: order.index(sobject)]
         wanted = frames_read(self.build.model, sobject, earlier) & set(earlier)
@@ -152,7 +163,8 @@ class RunContext:
         work = self.root / WORK_DIR
         for name in earlier:
             if name in wanted and name not in self.build.frames:
-                self.build.frames[name] = pd.read_pickle(work / f"{name}.pkl")
+                # duck-typed: StoredFrame answers the DataFrame operations the generators use on what they read
+                self.build.frames[name] = cast(pd.DataFrame, StoredFrame(work / name))
 
     def requests_for(self, sobject: str) -> list[TextRequest]:
         reqs = self.text_requests.get(sobject)
@@ -176,13 +188,30 @@ def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.Da
         return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
-async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
+    """The text requests of a text shard. In the building process (its requests already made) a slice of
+    them; in a worker, made from the object's stored structured frame, for the shard's slice only where the
+    generator can (`text_request_count`), else all of them once and sliced."""
     ctx = rc.build
-    if job.sobject + ":structured" not in ctx.frames:
-        path = rc.root / WORK_DIR / f"{job.sobject}.structured.pkl"
-        ctx.frames[job.sobject + ":structured"] = pd.read_pickle(path)
+    gen = GENERATORS[job.sobject]
+    key = job.sobject + ":structured"
+    reqs = rc.text_requests.get(job.sobject)
+    if reqs is None and key not in ctx.frames:
+        ctx.frames[key] = cast(pd.DataFrame, StoredFrame(rc.root / WORK_DIR / f"{job.sobject}.structured"))
+    frame = ctx.frames[key] if reqs is None else None
+    if frame is not None:
+        count = gen.text_request_count(ctx, frame)
+        if count is not None:
+            rows = shard_slice(count, job.shard, job.shards)
+            return gen.text_requests_for(ctx, frame, rows.start, rows.stop) if len(rows) else []
+        if isinstance(frame, StoredFrame):
+            ctx.frames[key] = frame.to_pandas()
     reqs = rc.requests_for(job.sobject)
-    part = [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+    return [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+
+
+async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+    part = shard_requests(job, rc)
     if not part:
         return []
     gen = GENERATORS[job.sobject]
@@ -202,7 +231,7 @@ def run_shard_sync(job: ShardJob, rc: RunContext | None = None) -> Any:
     building process) or in this worker process's own (`worker_context`)."""
     if rc is None:
         rc = worker_context(job.root, job.run)
-        rc.load_frames(job.sobject)
+        rc.load_frames(job.sobject, job.stage)
     if job.stage == "structured":
         return run_structured_shard(job, rc)
     return asyncio.run(run_text_shard(job, rc))
@@ -225,6 +254,50 @@ class LocalExecutor:
         if jobs[0].stage == "structured":
             return [run_structured_shard(j, rc) for j in jobs]
         return list(await asyncio.gather(*(run_text_shard(j, rc) for j in jobs)))
+
+
+class RequestsOnDemand(Sequence[TextRequest]):
+    """The text requests of a `requests_per_row` object, made when asked for from its structured frame: on
+    the Dask path the workers make their shards' requests, and the building process needs only those of the
+    rows it rewrites (a scale-1,000 Case holds ~1 GB of requests made all at once). Rewritten requests are
+    kept (`reqs[row] = ...`)."""
+
+    def __init__(self, gen: Any, ctx: BuildContext, frame: pd.DataFrame) -> None:
+        self.gen, self.ctx, self.frame = gen, ctx, frame
+        self.n = len(frame)
+        self.changed: dict[int, TextRequest] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def at(self, rows: Sequence[int]) -> list[TextRequest]:
+        """The requests of `rows` (made together: one pass over the parents' columns)."""
+        missing = sorted({r for r in rows if r not in self.changed})
+        made: dict[int, TextRequest] = {}
+        if missing:
+            made = dict(zip(missing, self.gen.text_requests(self.ctx, self.frame.iloc[missing]), strict=True))
+        return [self.changed[r] if r in self.changed else made[r] for r in rows]
+
+    @overload
+    def __getitem__(self, row: int) -> TextRequest: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[TextRequest]: ...
+
+    def __getitem__(self, row: int | slice) -> TextRequest | list[TextRequest]:
+        if isinstance(row, slice):
+            return self.at(range(self.n)[row])
+        if not 0 <= row < self.n:
+            raise IndexError(row)
+        return self.at([row])[0]
+
+    def __setitem__(self, row: int, request: TextRequest) -> None:
+        self.changed[row] = request
+
+    def __iter__(self) -> Iterator[TextRequest]:
+        step = 4096
+        for lo in range(0, self.n, step):
+            yield from self.at(range(lo, min(self.n, lo + step)))
 
 
 # -- the pipeline ------------------------------------------------------------------------------------------
@@ -284,12 +357,18 @@ async def generate(
         parts = [p for shard in await executor.run(rc, jobs) for p in shard]
         parts.sort(key=lambda bp: bp[0])
         frame = gen.finalize(ctx, [p for _, p in parts])
+        del parts  # the blocks, now in `frame`
         if gen.text_kind is not None:
             ctx.frames[name + ":structured"] = frame
             if not shares_memory:
-                frame.to_pickle(work / f"{name}.structured.pkl")
-            reqs = gen.text_requests(ctx, frame)
-            rc.text_requests[name] = reqs
+                save_frame(frame, work / f"{name}.structured")
+            reqs: list[TextRequest] | RequestsOnDemand
+            if not shares_memory and gen.requests_per_row:
+                # the workers make their shards' requests; this process makes only those it rewrites
+                reqs = RequestsOnDemand(gen, ctx, frame)
+            else:
+                reqs = gen.text_requests(ctx, frame)
+                rc.text_requests[name] = reqs
             tn = max(1, min(shards, len(reqs)))
             tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
             texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
@@ -304,6 +383,7 @@ async def generate(
                 result.regenerated[name] = redone
             del ctx.frames[name + ":structured"]
             rc.text_requests.pop(name, None)
+            del reqs, texts
         ctx.frames[name] = frame
         # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
         # deferred by the cycle policy). An object is persisted once all its fields are filled.
@@ -311,22 +391,33 @@ async def generate(
         complete = rule_fields.settle()
         for done in dict.fromkeys([name, *complete]):
             if not shares_memory:
-                ctx.frames[done].to_pickle(work / f"{done}.pkl")
+                save_frame(ctx.frames[done], work / done)
+        swapped = 0
         for done in complete:
             maybe = persist(done, ctx.frames[done])
             if maybe is not None:
                 await maybe
+            if not shares_memory:
+                # the building process too reads a finished object from the work folder from now on (only the
+                # columns later steps use, forgotten after each object), not its whole frame
+                swapped += len(ctx.frames[done])
+                ctx.frames[done] = cast(pd.DataFrame, StoredFrame(work / done))
         persisted.update(complete)
+        for held in ctx.frames.values():
+            if isinstance(held, StoredFrame):
+                held.forget()
         # A persisted frame that no object still to generate (or still waiting for a rule field) reads is
         # released: generation holds what later generators need, not the whole org.
         let_go = [n for n in ctx.frames if n in persisted and readers.get(n, set()) <= persisted]
-        rows = sum(len(ctx.frames[n]) for n in let_go)
+        rows = swapped + sum(len(ctx.frames[n]) for n in let_go)
         for held in let_go:
             ctx.release(held)
+        made = len(frame)
+        del frame  # held by ctx.frames (or stored) only
         if rows >= RELEASE_ROWS:
             release_freed_memory()
         result.timings[name] = time.perf_counter() - t0
-        progress.on_object_done(name, len(frame), result.timings[name])
+        progress.on_object_done(name, made, result.timings[name])
     rule_fields.check_done()
     return result
 
@@ -344,7 +435,7 @@ async def _regenerate_near_duplicates(
     writer: TextWriter,
     gen: Any,
     frame: pd.DataFrame,
-    reqs: list[TextRequest],
+    reqs: list[TextRequest] | RequestsOnDemand,
     texts: list[dict[str, Any]],
 ) -> tuple[pd.DataFrame, int]:
     """Rewrite the later record of every near-duplicate pair (with an `attempt` counter) until none remain.
@@ -368,9 +459,10 @@ async def _regenerate_near_duplicates(
         rounds += 1
         rows = sorted(redo)
         again = []
-        for r in rows:
+        current = reqs.at(rows) if isinstance(reqs, RequestsOnDemand) else [reqs[r] for r in rows]
+        for r, req in zip(rows, current, strict=True):
             attempts[r] = attempts.get(r, 0) + 1
-            again.append(TextRequest(reqs[r].kind, reqs[r].key, {**reqs[r].facts, "attempt": attempts[r]}))
+            again.append(TextRequest(req.kind, req.key, {**req.facts, "attempt": attempts[r]}))
         new = await writer.write(gen.text_kind, again)
         for r, req, res in zip(rows, again, new, strict=True):
             reqs[r], texts[r] = req, res

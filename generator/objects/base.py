@@ -85,6 +85,9 @@ class ObjectGenerator:
     # Free-text fields that must not be near-duplicates of each other (regenerated when they are); the
     # object's text requests must be aligned with its rows for these.
     dedup_fields: ClassVar[tuple[str, ...]] = ()
+    # One text request per row, made from that row alone: `text_requests(ctx, frame.iloc[rows])` are the
+    # requests of `rows` (a worker makes its shard's; the building process those it rewrites).
+    requests_per_row: ClassVar[bool] = False
 
     def units(self, ctx: BuildContext) -> int:
         raise NotImplementedError
@@ -114,6 +117,19 @@ class ObjectGenerator:
 
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         return []
+
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        """How many text requests `text_requests(ctx, frame)` makes, when `text_requests_for` can make a slice
+        of them without making them all (a worker then makes only its shard's); None when it cannot."""
+        return len(frame) if self.requests_per_row else None
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        """`text_requests(ctx, frame)[lo:hi]`, made for those requests only where `text_request_count` says so."""
+        if self.requests_per_row:
+            return self.text_requests(ctx, frame.iloc[lo:hi])
+        return self.text_requests(ctx, frame)[lo:hi]
 
     def apply_text(
         self,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.frames import take_array
 from generator.objects.base import BuildContext, ObjectGenerator, weighted_choice_rows
 from generator.objects.orders import BuildError
 from generator.text.base import TextKind, TextRequest
@@ -47,6 +48,7 @@ class CaseGenerator(ObjectGenerator):
     sort_by = ("CreatedDate", "_item")
     text_kind = TextKind.CASE
     dedup_fields = ("Description",)
+    requests_per_row = True  # one request per case, made from its own row
 
     def units(self, ctx: BuildContext) -> int:
         return len(self._plan(ctx)["item"])
@@ -270,7 +272,7 @@ class CaseGenerator(ObjectGenerator):
                 "ClosedDate": pd.Series(
                     np.where(is_closed, closed_at, np.datetime64("NaT")), dtype="datetime64[s]"
                 ),
-                "OrderItemId__c": items["Id"].to_numpy()[item],
+                "OrderItemId__c": take_array(items, "Id", item),
                 "IssueId__c": issue_ids[issue],
                 "_item": item,
                 "_order": order_pos,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.frames import take
 from generator.objects.base import BuildContext, ObjectGenerator, exact_allocation
 from generator.objects.orders import BuildError
 from generator.text.base import LANDS_IN, TextKind, TextRequest
@@ -88,32 +89,36 @@ class EmailMessageGenerator(ObjectGenerator):
         rng = ctx.rng("EmailMessage", b)
         out: dict[str, list[Any]] = defaultdict(list)
         end = np.datetime64(ctx.world.end, "s")
+        # this block's cases only (a worker reads the parts of the cases' columns that hold them); indexed
+        # by position - rows.start
+        mine = cases.iloc[rows.start : rows.stop]
         col = {
-            c: cases[c].tolist() for c in ("Id", "_agents", "_transfer_secs", "_offer_channel", "_customer")
+            c: mine[c].tolist() for c in ("Id", "_agents", "_transfer_secs", "_offer_channel", "_customer")
         }
-        created_a = cases["CreatedDate"].to_numpy().astype("datetime64[s]").astype("int64")
-        closed_raw = cases["ClosedDate"].to_numpy().astype("datetime64[s]")
+        created_a = mine["CreatedDate"].to_numpy().astype("datetime64[s]").astype("int64")
+        closed_raw = mine["ClosedDate"].to_numpy().astype("datetime64[s]")
         closed_ok = ~np.isnat(closed_raw)
         closed_a = np.where(closed_ok, closed_raw.astype("int64"), 0)
-        first_a = cases["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
-        offer_a = cases["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
+        first_a = mine["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
+        offer_a = mine["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
         c_mail, c_id = contacts["Email"].tolist(), contacts["Id"].tolist()
         c_name = (contacts["FirstName"] + " " + contacts["LastName"]).tolist()
         end_s = _sec(end)
         for pos in rows:
             m = int(per[pos])
-            chain = col["_agents"][pos]
-            times = list(col["_transfer_secs"][pos])
-            created = int(created_a[pos])
-            closed = int(closed_a[pos]) if closed_ok[pos] else None
+            i = pos - rows.start
+            chain = col["_agents"][i]
+            times = list(col["_transfer_secs"][i])
+            created = int(created_a[i])
+            closed = int(closed_a[i]) if closed_ok[i] else None
             life_end = closed if closed is not None else end_s - 60
-            first_assign = int(first_a[pos])
+            first_assign = int(first_a[i])
             life = life_end - created
             t_open = created + int(min(rng.uniform(10, 180), life * 0.02) + 1)
             events: list[tuple[str, int]] = [("customer_open", t_open)]
-            channel = col["_offer_channel"][pos]
+            channel = col["_offer_channel"][i]
             if channel == "email":
-                events.append(("agent_offer", int(offer_a[pos])))
+                events.append(("agent_offer", int(offer_a[i])))
             elif closed is not None:
                 events.append(("agent_close", life_end - int(rng.uniform(30, 300))))
             optional: list[tuple[str, int]] = []
@@ -141,8 +146,8 @@ class EmailMessageGenerator(ObjectGenerator):
             for seq, (kind, t) in enumerate(fixed):
                 incoming = kind.startswith("customer")
                 agent = owner_at_sec(chain, times, t)
-                contact_pos = int(col["_customer"][pos])
-                out["ParentId"].append(col["Id"][pos])
+                contact_pos = int(col["_customer"][i])
+                out["ParentId"].append(col["Id"][i])
                 out["Subject"].append(None)
                 out["TextBody"].append(None)
                 if incoming:
@@ -183,6 +188,17 @@ class EmailMessageGenerator(ObjectGenerator):
         frame["_prev_agent"] = prev
         return frame
 
+    def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
+        return len(np.unique(frame["_case"].to_numpy()))  # one request per case with emails
+
+    def text_requests_for(
+        self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
+    ) -> list[TextRequest]:
+        # the requests of the lo-th to hi-th cases with emails (in case order): made from those cases' emails
+        case_col = frame["_case"].to_numpy()
+        wanted = np.unique(case_col)[lo:hi]
+        return self.text_requests(ctx, frame.iloc[np.flatnonzero(np.isin(case_col, wanted))])
+
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         cases = ctx.frame("Case")
         users = ctx.frame("User")
@@ -195,8 +211,11 @@ class EmailMessageGenerator(ObjectGenerator):
         pname, iname = prods["Name"].tolist(), issues["Name"].tolist()
         cfirst = contacts["FirstName"].tolist()
         issue_keys = [i.key for i in ctx.world.issues]
+        # the facts of the cases these emails belong to (only those: a worker making a shard's requests reads
+        # the parts of the cases' columns that hold its cases)
+        positions = np.unique(frame["_case"].to_numpy())
         cc = {
-            c: cases[c].tolist()
+            c: dict(zip(positions.tolist(), take(cases, c, positions), strict=True))
             for c in (
                 "Id",
                 "Subject",
@@ -287,6 +306,7 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
     sort_by = ("StartTime", "_case")
     text_kind = TextKind.CHAT
     dedup_fields = ("Body",)
+    requests_per_row = True  # one request per chat, made from its own row
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.frame("Case"))
@@ -331,8 +351,9 @@ class LiveChatTranscriptGenerator(ObjectGenerator):
         full = (users["FirstName"] + " " + users["LastName"]).tolist()
         cfirst, pname = contacts["FirstName"].tolist(), prods["Name"].tolist()
         issue_keys = [i.key for i in ctx.world.issues]
+        positions = np.unique(frame["_case"].to_numpy())  # the chats' cases (only those: see EmailMessage)
         cc = {
-            c: cases[c].tolist()
+            c: dict(zip(positions.tolist(), take(cases, c, positions), strict=True))
             for c in ("Id", "Subject", "_product", "_issue", "_customer", "_offer_remedy", "_violation")
         }
         starts = np.datetime_as_string(frame["StartTime"].to_numpy().astype("datetime64[s]")).tolist()

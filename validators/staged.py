@@ -67,14 +67,7 @@ def _per_object(state: _State, name: str) -> list[Step]:
         return [*integrity._ids(spec, frame), *integrity._unique(spec, frame)]
 
     def texts(fr: Frames) -> list[Finding]:
-        return [
-            *text._presence(fr, model),
-            *text._controls(fr),
-            *text._doublings(fr),
-            *text._bare_articles(replace(data, raw=fr)),
-            *text.zero_prices(fr),
-            *text.near_duplicates(fr),
-        ]
+        return [*_texts_in_chunks(fr, data), *text.near_duplicates(fr)]
 
     targets = tuple(dict.fromkeys(t for f in spec.lookups for t in f.reference_to if model.has(t)))
 
@@ -99,7 +92,7 @@ def _per_object(state: _State, name: str) -> list[Step]:
     return steps
 
 
-SCHEMA_CHUNK = 16_384  # rows checked against the JSON Schema at a time
+ROW_CHUNK = 16_384  # rows the per-record checks (JSON Schema, text) read at a time
 
 
 def _schema_in_chunks(fr: Frames, model: OrgModel) -> list[Finding]:
@@ -108,8 +101,31 @@ def _schema_in_chunks(fr: Frames, model: OrgModel) -> list[Finding]:
     scale 30: 49 MB above the frame at once)."""
     out: list[Finding] = []
     for name, frame in fr.items():
-        for lo in range(0, max(len(frame), 1), SCHEMA_CHUNK):
-            out.extend(schema.check_schema({name: frame.iloc[lo : lo + SCHEMA_CHUNK]}, model))
+        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
+            out.extend(schema.check_schema({name: frame.iloc[lo : lo + ROW_CHUNK]}, model))
+    return out
+
+
+def _texts_in_chunks(fr: Frames, data: BundleData) -> list[Finding]:
+    """The per-record text checks of `check_text` (present and whole, control characters, doubled
+    determiners, articles before plurals, zero prices) a chunk of rows at a time. Each finding is about one
+    record, so the findings are the same; the checks' screening scans join a chunk's texts, not the
+    object's (EmailMessage's bodies at scale 30: ~30 MB per joined column). `_controls` reports the first
+    CONTROL_LIMIT rows of a column: the chunks' findings are cut to the first CONTROL_LIMIT per column."""
+    out: list[Finding] = []
+    shown: dict[tuple[str | None, str | None], int] = {}
+    for name, frame in fr.items():
+        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
+            part = {name: frame.iloc[lo : lo + ROW_CHUNK]}
+            out.extend(text._presence(part, data.model))
+            for f in text._controls(part):
+                key = (f.object, f.field)
+                shown[key] = shown.get(key, 0) + 1
+                if shown[key] <= text.CONTROL_LIMIT:
+                    out.append(f)
+            out.extend(text._doublings(part))
+            out.extend(text._bare_articles(replace(data, raw=part)))
+            out.extend(text.zero_prices(part))
     return out
 
 

@@ -31,9 +31,9 @@ def _summary(report: Report) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Staged validation checks the JSON Schema a chunk of rows at a time; chunks of 7 rows put chunk
-    boundaries inside every object of the small bundle, and around the corrupted rows."""
-    monkeypatch.setattr(staged_module, "SCHEMA_CHUNK", 7)
+    """Staged validation runs the per-record checks (JSON Schema, text) a chunk of rows at a time; chunks of 7
+    rows put chunk boundaries inside every object of the small bundle, and around the corrupted rows."""
+    monkeypatch.setattr(staged_module, "ROW_CHUNK", 7)
 
 
 def test_clean_bundle_same_as_whole_org(small_bundle: Path) -> None:

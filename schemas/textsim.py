@@ -98,6 +98,9 @@ def _word_hash(word: bytes) -> int:
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
 MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into the distinct ones
+# candidate pairs whose signatures are compared at a time: each one gathers both rows' 96 values twice (as bytes,
+# then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
+AGREEMENT_CHUNK = 8192
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -292,6 +295,7 @@ class NearDuplicateIndex:
         if pending:
             packed = _unique(np.concatenate([packed, *pending]))
         lo, hi = _in_focus(packed, stride, marks)
+        del packed, pending
         # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory. The
         # top byte of each half is compared first: halves that agree agree on their top byte too, so a pair whose
         # bytes agree on fewer than MIN_AGREEMENT of the values is dropped without reading the halves.
@@ -335,7 +339,7 @@ def _agreeing(
     """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
     need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
     keep = np.zeros(len(lo), dtype=bool)
-    step = 65_536
+    step = AGREEMENT_CHUNK
     for start in range(0, len(lo), step):
         a, b = lo[start : start + step], hi[start : start + step]
         maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)

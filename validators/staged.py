@@ -7,8 +7,12 @@ Case with its emails and chats, or the orders with their items). Each step calls
 on just the objects it names, so the findings are exactly those of the whole-org checks (the tests compare
 both on the corruption fixtures).
 
-The sequence is ordered so that a large object's steps are contiguous: small objects first, then the orders,
-then Case with what reads it (chats, emails, history).
+The sequence is ordered so that a large object's steps are contiguous: small objects first, then Case (its
+near-duplicate search, the largest step, before anything else large is read), the orders, then what reads
+Case (chats, emails, history). An object's steps that read it alone come before its lookups. A step may say
+which columns of an object it reads; once the steps left read only some columns of a held object, the others
+are let go (OrderItem is held as ids and lookups through the Case steps). The per-record checks (JSON Schema,
+text) read ROW_CHUNK rows at a time.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -89,6 +90,16 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
+def _merge(packed: np.ndarray, pending: list[np.ndarray]) -> np.ndarray:
+    """`_unique` of `packed` and the `pending` arrays (emptied), sorted in place: at most twice their size
+    held, not four times."""
+    merged = np.concatenate([packed, *pending])
+    pending.clear()
+    del packed
+    merged.sort()
+    return merged[np.concatenate(([True], merged[1:] != merged[:-1]))] if len(merged) else merged
+
+
 def _word_hash(word: bytes) -> int:
     """The word's hash: BLAKE2b (64 bits) of its UTF-8 bytes."""
     return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
@@ -98,6 +109,9 @@ def _word_hash(word: bytes) -> int:
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
 MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into the distinct ones
+# candidate pairs whose signatures are compared at a time: each one gathers both rows' 96 values twice (as bytes,
+# then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
+AGREEMENT_CHUNK = 8192
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -246,8 +260,7 @@ class NearDuplicateIndex:
         pending: list[np.ndarray] = []
         waiting = 0
         sig = self.sig if len(live) == len(self.rows) else self.sig[live]  # a copy only when rows are empty
-        sig32 = (self.sig >> np.uint64(32)).astype(np.uint32)
-        sig8 = (sig32 >> np.uint32(24)).astype(np.uint8)
+        sig32, sig8 = _high_halves(self.sig)
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
         # of a group compared with each other in cache), and only the agreeing pairs are kept
         agreed: list[np.ndarray] = []
@@ -287,15 +300,17 @@ class NearDuplicateIndex:
                 agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
             waiting = sum(len(c) for c in pending)
             if waiting >= MERGE_PENDING:
-                packed = _unique(np.concatenate([packed, *pending]))
-                pending, waiting = [], 0
+                packed = _merge(packed, pending)
+                waiting = 0
         if pending:
-            packed = _unique(np.concatenate([packed, *pending]))
-        lo, hi = _in_focus(packed, stride, marks)
+            packed = _merge(packed, pending)
+        del pending
+        packed = _focus_packed(packed, stride, marks)
         # Signature agreement (the MinHash estimate of Jaccard) on 32-bit halves, in chunks to bound memory. The
         # top byte of each half is compared first: halves that agree agree on their top byte too, so a pair whose
         # bytes agree on fewer than MIN_AGREEMENT of the values is dropped without reading the halves.
-        lo, hi = _agreeing(lo, hi, sig8, sig32)
+        lo, hi = _agreeing(packed, stride, sig8, sig32)
+        del packed
         if agreed:  # with the many-member groups' agreeing pairs: the same set as checking them all together
             more_lo, more_hi = _in_focus(_unique(np.concatenate(agreed)), stride, marks)
             merged = _unique(np.concatenate((lo * stride + hi, more_lo * stride + more_hi)))
@@ -320,6 +335,14 @@ class NearDuplicateIndex:
         return sorted(out)
 
 
+def _high_halves(sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The signatures' high 32-bit halves (`sig >> 32`) and their top bytes (`sig >> 56`), as views of `sig`
+    (not copies: 14 MB less for 29,310 texts)."""
+    high = 1 if sys.byteorder == "little" else 0
+    top = 7 if sys.byteorder == "little" else 0
+    return sig.view(np.uint32)[:, high::2], sig.view(np.uint8)[:, top::8]
+
+
 def _in_focus(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Packed pairs as (lo, hi), only those with a marked row when `marks` is given."""
     lo, hi = packed // stride, packed % stride
@@ -329,19 +352,30 @@ def _in_focus(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> tupl
     return lo[keep], hi[keep]
 
 
+def _focus_packed(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> np.ndarray:
+    """The packed pairs with a marked row when `marks` is given (all of them otherwise)."""
+    if marks is None:
+        return packed
+    keep = marks[packed // stride] | marks[packed % stride]
+    return packed[keep]
+
+
 def _agreeing(
-    lo: np.ndarray, hi: np.ndarray, sig8: np.ndarray, sig32: np.ndarray
+    packed: np.ndarray, stride: int, sig8: np.ndarray, sig32: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (lo, hi) whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values."""
+    """The packed pairs whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values, as
+    (lo, hi); unpacked a chunk at a time."""
     need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
-    keep = np.zeros(len(lo), dtype=bool)
-    step = 65_536
-    for start in range(0, len(lo), step):
-        a, b = lo[start : start + step], hi[start : start + step]
+    keep = np.zeros(len(packed), dtype=bool)
+    step = AGREEMENT_CHUNK
+    for start in range(0, len(packed), step):
+        chunk = packed[start : start + step]
+        a, b = chunk // stride, chunk % stride
         maybe = np.flatnonzero((sig8[a] == sig8[b]).sum(axis=1) >= need)
         agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
         keep[start + maybe[agree >= MIN_AGREEMENT]] = True
-    return lo[keep], hi[keep]
+    kept = packed[keep]
+    return kept // stride, kept % stride
 
 
 def _agreeing_within(

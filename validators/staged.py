@@ -7,8 +7,12 @@ Case with its emails and chats, or the orders with their items). Each step calls
 on just the objects it names, so the findings are exactly those of the whole-org checks (the tests compare
 both on the corruption fixtures).
 
-The sequence is ordered so that a large object's steps are contiguous: small objects first, then the orders,
-then Case with what reads it (chats, emails, history).
+The sequence is ordered so that a large object's steps are contiguous: small objects first, then Case (its
+near-duplicate search, the largest step, before anything else large is read), the orders, then what reads
+Case (chats, emails, history). An object's steps that read it alone come before its lookups. A step may say
+which columns of an object it reads; once the steps left read only some columns of a held object, the others
+are let go (OrderItem is held as ids and lookups through the Case steps). The per-record checks (JSON Schema,
+text) read ROW_CHUNK rows at a time.
 """
 
 from __future__ import annotations
@@ -33,7 +37,12 @@ Frames = dict[str, pd.DataFrame]
 # objects read by the checks that join several (besides the per-object ones), in the order they are visited
 # letting go of an object this large gives its memory back (validators' steps run with the collector paused)
 LARGE_ROWS = 50_000
-LARGE_ORDER = ("Order", "OrderItem", "Case", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
+LARGE_ORDER = ("Case", "Order", "OrderItem", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
+# the Case columns the rules keep for the checks of the case's emails, chats, history and customer
+CASE_STATE = (
+    *("Id", "_line", "Status", "CreatedDate", "ClosedDate"),
+    *("AccountId", "ContactId", "OwnerId", "OrderItemId__c"),
+)
 
 
 @dataclass
@@ -41,6 +50,9 @@ class Step:
     family: str  # the check family its time counts for: schema, integrity, rules, text
     needs: tuple[str, ...]
     run: Callable[[Frames], list[Finding]]
+    # the only columns it reads of some of the objects it needs (the others: every column); once the steps
+    # left read only some columns of an object, the others are let go
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -67,14 +79,7 @@ def _per_object(state: _State, name: str) -> list[Step]:
         return [*integrity._ids(spec, frame), *integrity._unique(spec, frame)]
 
     def texts(fr: Frames) -> list[Finding]:
-        return [
-            *text._presence(fr, model),
-            *text._controls(fr),
-            *text._doublings(fr),
-            *text._bare_articles(replace(data, raw=fr)),
-            *text.zero_prices(fr),
-            *text.near_duplicates(fr),
-        ]
+        return [*_texts_in_chunks(fr, data), *text.near_duplicates(fr)]
 
     targets = tuple(dict.fromkeys(t for f in spec.lookups for t in f.reference_to if model.has(t)))
 
@@ -85,21 +90,26 @@ def _per_object(state: _State, name: str) -> list[Step]:
         known = {t: set(fr[t]["Id"].dropna()) for t in (name, *targets) if t in fr}
         return integrity._lookups(spec, frame, model, known)
 
+    # the steps that read the object alone first: its near-duplicate search (the largest) runs before the
+    # objects its lookups point at are read
     steps = [
         Step("schema", (name,), lambda fr: _schema_in_chunks(fr, model)),
         Step("integrity", (name,), ids),
-        Step("integrity", (name, *targets), lookups),
         Step("rules", (name,), time_span),
         Step("text", (name,), texts),
+        Step("integrity", (name, *targets), lookups, {t: ("Id",) for t in targets if t != name}),
     ]
     if profile is not None and name in profile.bounds:
         for fname, bound in profile.bounds[name].items():
             parent = spec.field(fname).reference_to[0]
-            steps.append(Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound)))
+            reads = {name: (fname,), parent: ("Id", "_line")} if parent != name else {}
+            steps.append(
+                Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound), reads)
+            )
     return steps
 
 
-SCHEMA_CHUNK = 16_384  # rows checked against the JSON Schema at a time
+ROW_CHUNK = 16_384  # rows the per-record checks (JSON Schema, text) read at a time
 
 
 def _schema_in_chunks(fr: Frames, model: OrgModel) -> list[Finding]:
@@ -108,8 +118,31 @@ def _schema_in_chunks(fr: Frames, model: OrgModel) -> list[Finding]:
     scale 30: 49 MB above the frame at once)."""
     out: list[Finding] = []
     for name, frame in fr.items():
-        for lo in range(0, max(len(frame), 1), SCHEMA_CHUNK):
-            out.extend(schema.check_schema({name: frame.iloc[lo : lo + SCHEMA_CHUNK]}, model))
+        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
+            out.extend(schema.check_schema({name: frame.iloc[lo : lo + ROW_CHUNK]}, model))
+    return out
+
+
+def _texts_in_chunks(fr: Frames, data: BundleData) -> list[Finding]:
+    """The per-record text checks of `check_text` (present and whole, control characters, doubled
+    determiners, articles before plurals, zero prices) a chunk of rows at a time. Each finding is about one
+    record, so the findings are the same; the checks' screening scans join a chunk's texts, not the
+    object's (EmailMessage's bodies at scale 30: ~30 MB per joined column). `_controls` reports the first
+    CONTROL_LIMIT rows of a column: the chunks' findings are cut to the first CONTROL_LIMIT per column."""
+    out: list[Finding] = []
+    shown: dict[tuple[str | None, str | None], int] = {}
+    for name, frame in fr.items():
+        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
+            part = {name: frame.iloc[lo : lo + ROW_CHUNK]}
+            out.extend(text._presence(part, data.model))
+            for f in text._controls(part):
+                key = (f.object, f.field)
+                shown[key] = shown.get(key, 0) + 1
+                if shown[key] <= text.CONTROL_LIMIT:
+                    out.append(f)
+            out.extend(text._doublings(part))
+            out.extend(text._bare_articles(replace(data, raw=part)))
+            out.extend(text.zero_prices(part))
     return out
 
 
@@ -143,16 +176,18 @@ def plan(state: _State) -> list[Step]:
 
     def cases(fr: Frames) -> list[Finding]:
         if "Case" in fr:
-            state.cases = rules._cases(fr["Case"], span_end, emit)
+            state.cases = rules._cases(fr["Case"][list(CASE_STATE)], span_end, emit)
         return []
 
-    def with_cases(name: str, fn: Callable[[pd.DataFrame, pd.DataFrame, Any], None]) -> Step:
+    def with_cases(
+        name: str, fn: Callable[[pd.DataFrame, pd.DataFrame, Any], None], reads: tuple[str, ...] | None = None
+    ) -> Step:
         def run(fr: Frames) -> list[Finding]:
             if state.cases is not None and name in fr:
                 fn(fr[name], state.cases, emit)
             return []
 
-        return Step("rules", (name,), run)
+        return Step("rules", (name,), run, {name: reads} if reads else {})
 
     def case_customer(fr: Frames) -> list[Finding]:
         if state.cases is not None:
@@ -170,26 +205,72 @@ def plan(state: _State) -> list[Step]:
                 Step("rules", ("Pricebook2", "PricebookEntry", "Order", "OrderItem", "Product2"), orders)
             )
         elif name == "Case":
-            steps.append(Step("rules", ("Case",), cases))
-            steps.append(Step("text", ("Case", "OrderItem", "Product2"), text._products))
+            steps.append(Step("rules", ("Case",), cases, {"Case": CASE_STATE}))
+            steps.append(
+                Step(
+                    "text",
+                    ("Case", "OrderItem", "Product2"),
+                    text._products,
+                    {
+                        "Case": ("Id", "_line", "Subject", "Description", "OrderItemId__c"),
+                        "OrderItem": ("Id", "Product2Id"),
+                        "Product2": ("Id", "Name"),
+                    },
+                )
+            )
         elif name == "LiveChatTranscript":
             steps.append(
-                Step("rules", ("Contact", "OrderItem", "Order", "LiveChatTranscript"), case_customer)
+                Step(
+                    "rules",
+                    ("Contact", "OrderItem", "Order", "LiveChatTranscript"),
+                    case_customer,
+                    {
+                        "Contact": ("Id", "AccountId"),
+                        "OrderItem": ("Id", "OrderId"),
+                        "Order": ("Id", "AccountId", "EffectiveDate"),
+                        "LiveChatTranscript": ("Id", "_line", "CaseId", "AccountId", "ContactId"),
+                    },
+                )
             )
             steps.append(with_cases(name, rules._chats))
         elif name == "EmailMessage":
-            steps.append(with_cases(name, rules._emails))
+            steps.append(with_cases(name, rules._emails, ("Id", "_line", "ParentId", "MessageDate")))
             steps.append(
                 Step(
                     "text",
                     ("Case", "Issue__c", "EmailMessage", "LiveChatTranscript"),
                     lambda fr: text._offers(replace(data, raw=fr)),
+                    {
+                        "Case": ("Id", "_line", "IssueId__c"),
+                        "Issue__c": ("Id", "Name"),
+                        "EmailMessage": ("Id", "_line", "ParentId", "Incoming", "TextBody"),
+                        "LiveChatTranscript": ("Id", "_line", "CaseId", "Body"),
+                    },
                 )
             )
         elif name == "CaseHistory__c":
             steps.append(with_cases(name, rules._history))
     steps.append(Step("rules", (), release_cases))
     return steps
+
+
+def _columns_left(steps: list[Step]) -> list[dict[str, set[str]]]:
+    """For each step, the objects that the steps after it read only some columns of, with those columns (an
+    object some later step reads whole, or none reads, is not listed)."""
+    out: list[dict[str, set[str]]] = [{} for _ in steps]
+    wanted: dict[str, set[str] | None] = {}  # None: some later step reads every column
+    for i in range(len(steps) - 1, -1, -1):
+        out[i] = {n: set(c) for n, c in wanted.items() if c is not None}
+        step = steps[i]
+        for name in step.needs:
+            reads = step.columns.get(name)
+            if reads is None:
+                wanted[name] = None
+            elif name not in wanted:
+                wanted[name] = set(reads)
+            elif (have := wanted[name]) is not None:
+                have.update(reads)
+    return out
 
 
 @dataclass
@@ -209,6 +290,7 @@ def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
     for i, step in enumerate(steps):
         for name in step.needs:
             last[name] = i
+    keep = _columns_left(steps)
     frames: Frames = {}
     attempted: set[str] = set()
     objects: dict[str, int] = {}
@@ -230,7 +312,13 @@ def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
         done = [n for n in frames if last.get(n, -1) <= i]
         for name in done:
             del frames[name]
-        if any(objects.get(n, 0) >= LARGE_ROWS for n in done):
+        narrowed = []
+        for name, columns in keep[i].items():
+            frame = frames.get(name)
+            if frame is not None and len(columns) < len(frame.columns):
+                frames[name] = frame[[c for c in frame.columns if c in columns]]
+                narrowed.append(name)
+        if any(objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed)):
             release_freed_memory()
     for spec in data.model:  # an object no step reads is still read, so a broken CSV is still reported
         if spec.name not in attempted:

@@ -138,6 +138,7 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
 
 
 _CONTROL_SCAN = re.compile(CONTROL_PATTERN)
+CONTROL_LIMIT = 20  # rows of one column reported by `_controls`
 
 
 def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
@@ -154,7 +155,7 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
             if not _CONTROL_SCAN.search("\n".join(map(str, cells.tolist()))):
                 continue
             hits = cells.astype("string").str.contains(CONTROL_PATTERN, regex=True, na=False)
-            for pos in hits.to_numpy().nonzero()[0][:20]:  # the first 20 of a column; the count is in each
+            for pos in hits.to_numpy().nonzero()[0][:CONTROL_LIMIT]:  # the first of a column
                 rid = frame["Id"].iat[pos] if "Id" in frame.columns else None
                 chars = ", ".join(control_characters(str(cells.iat[pos]))[:5])
                 out.append(

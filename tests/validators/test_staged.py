@@ -31,9 +31,9 @@ def _summary(report: Report) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Staged validation checks the JSON Schema a chunk of rows at a time; chunks of 7 rows put chunk
-    boundaries inside every object of the small bundle, and around the corrupted rows."""
-    monkeypatch.setattr(staged_module, "SCHEMA_CHUNK", 7)
+    """Staged validation runs the per-record checks (JSON Schema, text) a chunk of rows at a time; chunks of 7
+    rows put chunk boundaries inside every object of the small bundle, and around the corrupted rows."""
+    monkeypatch.setattr(staged_module, "ROW_CHUNK", 7)
 
 
 def test_clean_bundle_same_as_whole_org(small_bundle: Path) -> None:
@@ -51,3 +51,26 @@ def test_corruption_same_as_whole_org(path: Path, small_bundle: Path, tmp_path: 
     assert staged == whole
     # the corruption is visible to both (a check that found nothing on either side would prove little)
     assert whole["findings"] or whole["skipped"]
+
+
+def test_control_characters_in_many_rows_same_as_whole_org(small_bundle: Path, tmp_path: Path) -> None:
+    # `_controls` reports the first 20 rows of a column; staged, with 7-row chunks, the cut spans chunks
+    n = 30
+    spec = {
+        "select": {f"c{k}": {"object": "Case", "nth": k} for k in range(n)},
+        "edits": [
+            {
+                "op": "set",
+                "sel": f"c{k}",
+                "field": "Subject",
+                "value": {"from": f"c{k}.Subject", "replace": [" ", " \u0000 "]},
+            }
+            for k in range(n)
+        ],
+    }
+    corrupt(spec, small_bundle, tmp_path / "bundle")
+    whole = _summary(validate_bundle(tmp_path / "bundle", staged=False))
+    staged = _summary(validate_bundle(tmp_path / "bundle"))
+    assert staged == whole
+    hits = [f for f in whole["findings"] if f["rule"] == "text.control-character" and f["field"] == "Subject"]
+    assert len(hits) == 20  # 30 rows hold one, the first 20 are reported

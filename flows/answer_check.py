@@ -152,9 +152,15 @@ def merge_and_sample(
     disagreements.sort(key=lambda d: d.idx)
     sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
     t = time.perf_counter()
+    client = None
     try:
-        over_http = check_tasks_via_api(root, connect(root), only=sample)
+        client = connect(root)
+        over_http = check_tasks_via_api(root, client, only=sample)
     finally:
+        # The client's kept-alive connection closed first: the server's shutdown otherwise waits for it
+        # (up to its graceful time-out, 2 s; scale 10: disconnect took 2.1 s, 0.17 s with it closed).
+        if client is not None:
+            client.session.close()
         disconnect(root)
     seconds["http_sample"] = round(time.perf_counter() - t, 3)
     mismatches = [

@@ -103,6 +103,12 @@ class Timed:
         where: str | None = getattr(self.stage, "where", {}).get(name)
         return where
 
+    def retire(self) -> None:
+        """No more `remote` stages will be run: a runner with a sidecar lets its process go (flows/sidecar.py)."""
+        retire = getattr(self.stage, "retire", None)
+        if retire is not None:
+            retire()
+
     def record(self, name: str, start: float, seconds: float) -> None:
         self.spans[name] = {"start": round(start, 3), "seconds": round(seconds, 3)}
 
@@ -148,8 +154,11 @@ class SidecarStages:
         if not remote:
             return await run_inline(name, fn, *args)
         result = await self.sidecar.run(name, fn, *args)
-        self.where[name] = self.sidecar.where
+        self.where[name] = self.sidecar.where_of(name)
         return result
+
+    def retire(self) -> None:
+        self.sidecar.retire()
 
 
 async def started(coro: Awaitable[T]) -> asyncio.Future[T]:
@@ -451,6 +460,11 @@ async def make_tasks(
     if getattr(stage, "concurrent", False):
         checked = await started(stage("tasks.check", check_task_answers, root, remote=True))
         measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
+        # the build's last remote stages: once they are done, a sidecar's process ends while the check
+        # through the org (this process's peak) still runs
+        retire = getattr(stage, "retire", None)
+        if retire is not None:
+            retire()
     else:
         await stage("tasks.check", check_task_answers, root, remote=True)
     try:

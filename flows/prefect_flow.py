@@ -118,6 +118,11 @@ class StageTasks:
         self.concurrent = on_workers or sidecar is not None
         self.measured: dict[str, dict[str, float]] = sidecar.measured if sidecar is not None else {}
 
+    def retire(self) -> None:
+        """No more remote stages: the sidecar's process may end (flows/sidecar.py `retire`)."""
+        if self.sidecar is not None:
+            self.sidecar.retire()
+
     async def __call__(self, name: str, fn: Callable[..., Any], *args: Any, remote: bool = False) -> Any:
         if remote and self.sidecar is not None and not self.on_workers:
             # a task run in the flow's process that waits for the stage to run in the sidecar
@@ -125,7 +130,7 @@ class StageTasks:
             run_there: Any = quote(side.run)
             run_args: Any = quote((name, fn, *args))
             result = await stage_task.with_options(name=name, task_run_name=name)(run_there, run_args)
-            self.where[name] = side.where
+            self.where[name] = side.where_of(name)
             return result
         if remote and self.on_workers:
             # not under `quote`: an annotation is a tuple, which Dask takes apart on its way to the worker

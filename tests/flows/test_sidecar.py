@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from uuid import UUID
 import pytest
 
 from flows import build as build_module
-from flows.options import BuildOptions
+from flows.options import BuildOptions, Engine
 from flows.run import run_build
 from tests.conftest import FIXTURES, SMALL_PROFILE
 from validators.findings import ValidationFailed
@@ -47,6 +48,21 @@ def validate_failing_once(root: Any, *args: Any) -> Any:
     if attempts == 0:
         raise OSError("disk hiccup (planted by the test)")
     return validate_bundle(root, *args)
+
+
+def check_once_the_sidecar_is_gone(root: Any, *args: Any) -> Any:
+    """The check through the org (in the building process), started only once no child process is left:
+    it passes only if the sidecar's process ended after its last stage, while this check still had to
+    run; a sidecar kept to the end of the build makes it wait for ever (the test fails after WAIT_SECONDS)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while multiprocessing.active_children():
+        if time.monotonic() > deadline:
+            raise AssertionError("the sidecar outlived its last stage")
+        time.sleep(0.05)
+    return real_check_through_the_org(root, *args)
+
+
+real_check_through_the_org = build_module.check_tasks_through_the_org
 
 
 def _stages(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -131,3 +147,23 @@ def test_a_failed_sidecar_stage_is_retried_alone_under_prefect(
     assert {n: c for n, c in counts.items() if n != "validate"} == {
         n: 1 for n in ("world", "tasks", "tasks.check", "tasks.check_api", "fidelity")
     }, counts
+
+
+@pytest.mark.parametrize("engine", ["local", "prefect"])
+def test_the_sidecar_ends_after_its_last_stage_while_the_check_through_the_org_runs(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch, engine: Engine
+) -> None:
+    monkeypatch.setattr(build_module, "check_tasks_through_the_org", check_once_the_sidecar_is_gone)
+    opts = BuildOptions(
+        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine=engine, sidecar=True
+    )
+    report = run_build(opts)
+    stages = _stages(report.manifest)
+    assert all(
+        stages[n]["where"].startswith("sidecar (pid ") for n in ("validate", "tasks.check", "fidelity")
+    )
+    # the check through the org started after the sidecar's last stage had ended
+    last = max(stages[n]["start"] + stages[n]["seconds"] for n in ("validate", "tasks.check", "fidelity"))
+    assert stages["tasks.check_api"]["start"] + stages["tasks.check_api"]["seconds"] > last
+    expected = json.loads((small_bundle / "manifest.json").read_text())
+    assert report.manifest["files"] == expected["files"]

@@ -46,9 +46,19 @@ from orgs.local.text import FTS_TOKENIZER, search_text
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
-STORE_VERSION = "3"  # 2: computed fields (orgs/local/computed.py); 3: system fields
+STORE_VERSION = "4"  # 2: computed fields (orgs/local/computed.py); 3: system fields; 4: COVERING_INDEXES
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
+# Multi-column indexes chosen from the query shapes of CRMArena's tools (reference crmarena.md §9), beyond
+# the one-column ones above. The window tools (get_agent_handled_cases_by_period,
+# get_non_transferred_case_ids, get_agent_transferred_cases_by_period) filter CaseHistory__c on
+# Field__c = 'Owner Assignment' and a CreatedDate range and read NewValue__c / OldValue__c / CaseId__c / Id:
+# with this index SQLite answers them from the index alone (EXPLAIN QUERY PLAN: SEARCH ... USING COVERING
+# INDEX (Field__c=? AND CreatedDate>? AND CreatedDate<?)) instead of seeking each row of the whole date range
+# in the table, about a third of their SQL time at scale 100 (8.8 → 6.2 ms for a quarter's 8,000 rows).
+COVERING_INDEXES: dict[str, list[tuple[str, ...]]] = {
+    "CaseHistory__c": [("Field__c", "CreatedDate", "NewValue__c", "OldValue__c", "CaseId__c", "Id")],
+}
 # virtual machine steps between two looks at a statement's deadline (about a millisecond of work)
 PROGRESS_STEPS = 100_000
 
@@ -358,3 +368,7 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
     for f in spec.fields:
         if f.type in INDEXED_TYPES:
             conn.execute(f"CREATE INDEX {quote(f'ix_{spec.name}_{f.name}')} ON {table} ({quote(f.name)})")
+    for columns_ in COVERING_INDEXES.get(spec.name, []):
+        if all(spec.has_field(c) for c in columns_):
+            name = quote(f"cx_{spec.name}_{'_'.join(columns_)}")
+            conn.execute(f"CREATE INDEX {name} ON {table} ({', '.join(quote(c) for c in columns_)})")

@@ -202,3 +202,62 @@ def test_a_reader_chooses_whether_its_connections_map_the_file(bundle: Path) -> 
         served.close()
         checker.close()
         unmapped.close()
+
+
+# The SOQL of CRMArena's three window tools (reference crmarena.md §9), as orgs/crmarena_tools.py sends it.
+WINDOW_QUERIES = [
+    "SELECT NewValue__c, CreatedDate FROM CaseHistory__c WHERE CreatedDate >= {s} AND CreatedDate <= {e} "
+    "AND Field__c = 'Owner Assignment'",
+    "SELECT CaseId__c FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' AND CreatedDate >= {s} "
+    "AND CreatedDate <= {e} GROUP BY CaseId__c HAVING COUNT(Id) = 1",
+    "SELECT OldValue__c, CreatedDate FROM CaseHistory__c WHERE Field__c = 'Owner Assignment' "
+    "AND OldValue__c != NULL AND CreatedDate >= {s} AND CreatedDate <= {e}",
+]
+WINDOWS = [
+    ("2019-01-01T00:00:00Z", "2030-01-01T00:00:00Z"),
+    ("2020-01-01T00:00:00Z", "2020-07-01T00:00:00Z"),
+    ("2021-03-01T00:00:00Z", "2021-04-01T00:00:00Z"),
+]
+
+
+def _all_records(org: LocalOrg, soql: str) -> list[dict[str, object]]:
+    page = org.query(soql)
+    records = list(page["records"])
+    while not page["done"]:
+        page = org.query_more(page["nextRecordsUrl"].rsplit("/", 1)[1])
+        records += page["records"]
+    return records
+
+
+def test_window_tools_are_answered_from_the_covering_index(bundle: Path) -> None:
+    """The window tools' SQL reads CaseHistory__c's covering index alone, and answers exactly what the same
+    store answers once that index is dropped (the plain one-column indexes and the table)."""
+    org = LocalOrg(bundle)
+    conn = org.store.connection()
+    with_index = {}
+    for q in WINDOW_QUERIES:
+        for s, e in WINDOWS:
+            soql = q.format(s=s, e=e)
+            plan = org.plan(soql)
+            steps = " | ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + plan.sql, plan.params))
+            assert "USING COVERING INDEX cx_CaseHistory__c" in steps, steps
+            with_index[soql] = _all_records(org, soql)
+    assert any(len(v) > 1 for v in with_index.values())  # the windows are not all empty
+    org.close()
+    writable = sqlite3.connect(bundle / STORE_FILE)
+    names = [
+        n
+        for (n,) in writable.execute(
+            "SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'cx\\_%' ESCAPE '\\'"
+        )
+    ]
+    assert names
+    for n in names:
+        writable.execute(f'DROP INDEX "{n}"')
+    writable.commit()
+    writable.close()
+    plain = LocalOrg(bundle)
+    assert not plain.store.info.rebuilt
+    for soql, records in with_index.items():
+        assert _all_records(plain, soql) == records, soql
+    plain.close()

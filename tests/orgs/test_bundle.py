@@ -12,8 +12,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from orgs.bundle import Bundle, BundleError, data_digest, format_frame, lines_of, read_csv_lines
+from orgs.bundle import (
+    Bundle,
+    BundleError,
+    data_digest,
+    format_frame,
+    lines_of,
+    read_csv_lines,
+    read_text_regular,
+    utf8_lines,
+)
 from schemas.model import load_model
 
 MODEL = load_model()
@@ -86,6 +97,54 @@ def test_lines_of_splits_as_stringio_does() -> None:
     for _ in range(5000):
         text = "".join(rng.choice('a\r\n,"\u2028\x0c') for _ in range(rng.randint(0, 40)))
         assert list(lines_of(text)) == list(io.StringIO(text, newline="")), repr(text)
+
+
+# pieces mixing line endings with 1- to 4-byte characters, and bytes that are not UTF-8 on their own
+_PIECES = st.sampled_from(
+    [
+        b"a",
+        b",",
+        b'"',
+        b"\r",
+        b"\n",
+        b"\r\n",
+        "é".encode(),
+        "€".encode(),
+        "𝄞".encode(),
+        b"\xff",
+        b"\xe2\x82",
+        b"\x80",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.lists(_PIECES, max_size=60).map(b"".join), chunk=st.integers(1, 9))
+def test_utf8_lines_read_in_chunks_give_the_whole_texts_lines_or_its_error(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, chunk: int
+) -> None:
+    """Decoding a chunk at a time (chunks split characters and \r\n pairs) gives exactly the lines of the
+    whole text, or the error, with the byte position, that reading the whole file gives."""
+    path = tmp_path_factory.mktemp("u8") / "x.csv"
+    path.write_bytes(data)
+    try:
+        want: list[str] | str = list(lines_of(read_text_regular(path, "x.csv")))
+    except BundleError as exc:
+        want = str(exc)
+    try:
+        with path.open("rb") as fh:
+            got: list[str] | str = list(utf8_lines(fh, "x.csv", chunk))
+    except BundleError as exc:
+        got = str(exc)
+    assert got == want
+
+
+def test_a_csv_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"Id,Body\n" + b"a,ok\n" * 300_000 + b"b,caf\xe9\n")  # past the first chunk
+    at = len(b"Id,Body\n" + b"a,ok\n" * 300_000 + b"b,caf")  # counted by hand from the bytes written
+    with pytest.raises(BundleError, match=rf"x\.csv: not UTF-8 \(invalid continuation byte at byte {at}\)"):
+        read_csv_lines(path, "x.csv")
 
 
 @pytest.mark.parametrize("rows", [0, 3, 70, 9000])

@@ -351,6 +351,8 @@ def run_eval(s: EvalSettings, on_result: Callable[[dict[str, Any]], None] | None
     agent = make_agent(s, tasks)
     judge = make_judge(s)
     clients = OrgClients(s) if pending else None
+    if clients is not None:
+        clients.client()  # a refused or unreachable org stops the run here: no instance runs, no row is written
     lock = threading.Lock()
     fresh: dict[int, dict[str, Any]] = {}
 

@@ -257,3 +257,6 @@ def test_an_org_given_by_url_and_session_is_evaluated_through_the_client_and_a_r
     assert server.url in str(refused.value) and wrong not in str(refused.value)
     results = eval_bundle / "reports" / "eval" / "by-url-refused" / "results.jsonl"
     assert not results.exists() or not results.read_text().strip()  # no instance ran on a refused session
+    board = json.loads((eval_bundle / "reports" / "eval" / "leaderboard.json").read_text())
+    runs = {r.get("run") for r in board}
+    assert "by-url" in runs and "by-url-refused" not in runs  # no empty row for a run that never ran

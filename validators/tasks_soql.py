@@ -90,7 +90,9 @@ class OrgTools:
     fewer queries: the cross product of two chunked lists is what multiplies them)."""
 
     def __init__(self, sf: Any, chunk: int = CHUNK) -> None:
-        self.conn = ct.Connector(sf, cache=True)
+        # the solvers below only read the rows a tool returns (get_shipping_state changes the case dicts it
+        # is given, which `shipping_states` makes afresh), so the cache's rows are handed out uncopied
+        self.conn = ct.Connector(sf, cache=True, copies=False)
         self.chunk = chunk
 
     @property

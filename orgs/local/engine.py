@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -275,7 +275,8 @@ class LocalOrg:
         if all(type(it) is FieldOut for it in items):
             keys = tuple(it.key for it in items)
             get = _getter([it.col for it in items])  # type: ignore[union-attr]
-            records = [dict(zip(keys, get(r), strict=True)) for r in rows]
+            # dict(zip(keys, get(row))) for every row, each step in C (no Python frame per row)
+            records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
             booleans = [(it.key, it.col) for it in items if it.boolean]  # type: ignore[union-attr]
             for key, col in booleans:
                 for rec, r in zip(records, rows, strict=True):

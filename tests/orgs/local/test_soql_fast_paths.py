@@ -189,3 +189,44 @@ def test_an_in_list_gives_the_same_rows_bound_as_parameters_or_as_one_json_array
             assert out[0] or "NOT IN" not in soql  # NOT IN of 80 ids leaves rows
     finally:
         org.close()
+
+
+_CONTEXTS = [
+    "SELECT Id FROM Case WHERE Id IN ({run})",
+    "SELECT Id FROM Case WHERE Id NOT IN ({run}, 1, null) AND Status = 'New'",
+    "SELECT Id FROM Case WHERE OwnerId IN ({run}) OR Id IN ({run})",
+    "SELECT Id FROM Case WHERE ({run})",  # a run where a condition belongs: the error names its first string
+    "SELECT Id FROM Case WHERE Id IN ({run}",  # never closed
+    "SELECT Id FROM Case WHERE Id IN ({run}) x",
+    "SELECT Id FROM Case WHERE Id IN (SELECT {run})",
+    "SELECT COUNT({run}) FROM Case",
+    "SELECT Id FROM Case WHERE Type INCLUDES ({run})",
+    "SELECT Id FROM Case WHERE Id IN (\n{run})",
+    "SELECT Id FROM Case WHERE Id IN ('a', {run})",  # the run does not follow `(`: read as tokens
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(_CONTEXTS),
+    st.lists(st.tuples(_PLAIN, _GAP, _GAP), min_size=2, max_size=12),
+    st.booleans(),
+)
+def test_a_string_run_read_whole_parses_as_the_general_path(
+    context: str, parts: list[tuple[str, str, str]], too_long: bool
+) -> None:
+    """The parser reads a run of plain strings after `(` as one RUN token (`tokenize_compact`) and turns
+    it into Literals itself, or splits it into tokens wherever else it meets it: the tree, or the error,
+    is the general path's (every string read as its own token), in any context, with any spacing, with a
+    string too long for a WHERE clause."""
+    from orgs.local.soql.limits import MAX_STRING_CHARS
+
+    if too_long:
+        parts = [*parts[:1], ("z" * (MAX_STRING_CHARS + 1), "", " "), *parts[1:]]
+    run = "".join(
+        f"{before},{after}'{value}'" if i else f"'{value}'" for i, (value, before, after) in enumerate(parts)
+    )
+    text = context.replace("{run}", run)
+    with pytest.MonkeyPatch.context() as m:
+        fast, general = _both(m, parse, text)
+    assert repr(fast) == repr(general)

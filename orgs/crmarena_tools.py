@@ -21,6 +21,7 @@ returns a `defaultdict` from get_agent_handled_cases_by_period), and a connectio
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -192,8 +193,13 @@ class ToolFailed(Transient):
 
 
 def _is_date(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
+    return isinstance(value, str) and _is_date_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_date_text(value: str) -> bool:
+    """Whether `value` is a tool's date (`DATE_IN`): memoised, as the answer check gives each tool the same
+    few window bounds many times (strptime is ~15 us a call)."""
     try:
         datetime.strptime(value, DATE_IN)
     except ValueError:

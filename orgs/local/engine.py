@@ -266,9 +266,14 @@ class LocalOrg:
         if plan.kind == "count":
             return [], True
         if plan.kind == "aggregate":
-            records = [self.aggregate_record(plan, r) for r in rows]
-            for rec in records:
-                del rec["attributes"]
+            if any(c.boolean for c in plan.columns):
+                records = [self.aggregate_record(plan, r) for r in rows]
+                for rec in records:
+                    del rec["attributes"]
+            else:  # aggregate_record's keys and values, less `attributes`, each step in C
+                keys = tuple(c.key for c in plan.columns)
+                get = _getter([c.col for c in plan.columns])
+                records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
             return records, _sqlite_native(rows)
         assert plan.shape is not None
         items = plan.shape.items

@@ -16,8 +16,11 @@ import string
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
 from orgs.local.records import Builders, ChildRows
 from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
-from orgs.local.soql.plan import ChildOut, RecordShape
+from orgs.local.soql.plan import ChildOut, FieldOut, RecordShape
 from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
 from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
 from orgs.local.store import MMAP_BYTES, Store
@@ -54,6 +57,24 @@ _TOO_COMPLICATED = (
     "too many columns",
     "too many fts5 columns",
 )
+
+
+_NATIVE_TYPES = frozenset({str, int, type(None)})
+
+
+def _sqlite_native(rows: list[Row]) -> bool:
+    """Whether SQL rows hold only str, int and None (the set of their values' types, taken in C): records
+    built from them are JSON-native, since SQLite's integers are 64-bit. A float (possibly infinite) or a
+    blob makes it False, and the caller checks the records themselves."""
+    return set(map(type, chain.from_iterable(rows))) <= _NATIVE_TYPES
+
+
+def _getter(cols: list[int]) -> Callable[[Row], tuple[Any, ...]]:
+    """The values at `cols` of a row, as a tuple (itemgetter gives a bare value for one column)."""
+    if len(cols) == 1:
+        col = cols[0]
+        return lambda r: (r[col],)
+    return itemgetter(*cols)
 
 
 def _estimated_bytes(rows: list[Row]) -> int:
@@ -227,6 +248,51 @@ class LocalOrg:
         size = PAGE_SIZE if batch is None else max(MIN_BATCH, min(PAGE_SIZE, batch))
         endpoint = "queryAll" if include_deleted else "query"
         return self.page(Cursor(plan, rows, size, endpoint), 0, version)
+
+    def bare_records(self, soql: str, version: str = API_VERSION) -> tuple[list[dict[str, Any]], bool]:
+        """Every record of a query (all pages, as `query` then `query_more` until done give them) less the
+        top-level `attributes` (nested parent records keep theirs), for readers in this process that drop
+        them anyway; and whether the records are made of JSON's own types only (str, int in 64 bits,
+        finite float, bool, None, lists and dicts), as `orjson` would give them back unchanged.
+
+        No cursor is kept and no page is cut: the rows are shaped once. A shape of plain fields (the
+        common case) is built as `dict(zip(keys, row))`; any other goes through `shape` and loses its
+        `attributes` after."""
+        if not soql or not soql.strip():
+            raise OrgApiError(
+                "A query string is required: pass it as the q parameter.", error_code="MALFORMED_QUERY"
+            )
+        plan, rows = self.run_soql(soql)
+        if plan.kind == "count":
+            return [], True
+        if plan.kind == "aggregate":
+            if any(c.boolean for c in plan.columns):
+                records = [self.aggregate_record(plan, r) for r in rows]
+                for rec in records:
+                    del rec["attributes"]
+            else:  # aggregate_record's keys and values, less `attributes`, each step in C
+                keys = tuple(c.key for c in plan.columns)
+                get = _getter([c.col for c in plan.columns])
+                records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
+            return records, _sqlite_native(rows)
+        assert plan.shape is not None
+        items = plan.shape.items
+        if all(type(it) is FieldOut for it in items):
+            keys = tuple(it.key for it in items)
+            get = _getter([it.col for it in items])  # type: ignore[union-attr]
+            # dict(zip(keys, get(row))) for every row, each step in C (no Python frame per row)
+            records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
+            booleans = [(it.key, it.col) for it in items if it.boolean]  # type: ignore[union-attr]
+            for key, col in booleans:
+                for rec, r in zip(records, rows, strict=True):
+                    v = r[col]
+                    rec[key] = None if v is None else v != 0
+            return records, _sqlite_native(rows)
+        records = self.shape(rows, plan.shape, version)
+        for rec in records:
+            del rec["attributes"]
+        # a subquery's children come from other rows: the caller checks the records themselves
+        return records, not any(isinstance(it, ChildOut) for it in items) and _sqlite_native(rows)
 
     def query_more(self, locator: str, version: str = API_VERSION) -> dict[str, Any]:
         """A following page: `locator` is `<cursor id>-<offset>` from `nextRecordsUrl`."""

@@ -111,6 +111,17 @@ class InProcessClient:
             records += result["records"]
         return {**result, "records": records, "totalSize": len(records)}
 
+    def bare_records(self, query: str) -> list[dict[str, Any]]:
+        """`query_all(query)["records"]`, each record less its top-level `attributes` (nested parent
+        records keep theirs), as an HTTP client would decode them: for readers that drop `attributes`
+        anyway (`orgs.crmarena_tools.Connector`). No pages and no cursor: the rows are shaped once, and
+        the JSON round trip is skipped when the rows hold only JSON's own types (`LocalOrg.bare_records`)."""
+        try:
+            records, native = self.org.bare_records(query, self.version)
+        except OrgApiError as exc:
+            raise InProcessError(exc, query) from exc
+        return records if native else list(_decoded(records))
+
     def search(self, search: str) -> dict[str, Any] | None:
         try:
             found = dict(_decoded(self.org.search(search, self.version)))

@@ -152,3 +152,70 @@ def test_the_in_process_client_decodes_what_orjson_gives_back(value: object) -> 
     except (TypeError, orjson.JSONEncodeError):
         return  # unencodable (a lone surrogate): the server would fail the same way
     assert _typed(_decoded(value)) == _typed(expected)
+
+
+BARE_QUERIES = [
+    *QUERIES[:4],
+    "SELECT Id, Incoming, MessageDate FROM EmailMessage ORDER BY Id LIMIT 300",  # booleans
+    "SELECT Id, IssueId__c, OrderItemId__r.Order.EffectiveDate FROM Case ORDER BY Id LIMIT 300",  # parents
+    "SELECT Id, UnitPrice, Quantity FROM OrderItem LIMIT 300",  # floats: checked by value
+    "SELECT Status, MAX(CreatedDate) latest FROM Case GROUP BY Status",
+    "SELECT Id FROM Case WHERE Id = '500000000000000AAA'",  # no rows
+]
+
+
+@pytest.mark.parametrize("query", BARE_QUERIES)
+def test_bare_records_are_query_alls_records_less_their_attributes(default_bundle: Path, query: str) -> None:
+    """The in-process shortcut the answer check reads through (`bare_records`) against the paged REST
+    shapes: the same records, key order and types, only the top-level `attributes` gone."""
+    org = LocalOrg(default_bundle)
+    try:
+        client = InProcessClient(org)
+        paged = client.query_all(query)["records"]
+        bare = client.bare_records(query)
+    finally:
+        org.close()
+    expected = [{k: v for k, v in r.items() if k != "attributes"} for r in paged]
+    assert bare == expected
+    assert [list(r) for r in bare] == [list(r) for r in expected]  # key order
+    assert [[type(v) for v in r.values()] for r in bare] == [[type(v) for v in r.values()] for r in expected]
+    assert all("attributes" in r for r in paged)
+
+
+def test_bare_records_of_a_refused_query_raise_the_orgs_error(default_bundle: Path) -> None:
+    org = LocalOrg(default_bundle)
+    try:
+        with pytest.raises(Exception) as caught:
+            InProcessClient(org).bare_records("SELECT Nope FROM Case")
+    finally:
+        org.close()
+    assert caught.value.content[0]["errorCode"] == "INVALID_FIELD"  # type: ignore[attr-defined]
+
+
+def test_fewer_collections_raises_the_first_threshold_and_restores_it() -> None:
+    import gc
+    import threading
+
+    from flows.answer_check import fewer_collections
+
+    before = gc.get_threshold()
+    inside: list[tuple[int, int, int]] = []
+    entered, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with fewer_collections(before[0] + 5000):
+            entered.set()
+            leave.wait(10)
+            inside.append(gc.get_threshold())
+
+    t = threading.Thread(target=other)
+    with fewer_collections(before[0] + 1000):
+        assert gc.get_threshold() == (before[0] + 1000, before[1], before[2])
+        t.start()
+        entered.wait(10)
+    # the other thread's block is still open: the raised threshold stays until it ends
+    assert gc.get_threshold()[0] > before[0]
+    leave.set()
+    t.join(10)
+    assert inside and inside[0][0] > before[0]
+    assert gc.get_threshold() == before

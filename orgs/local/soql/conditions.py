@@ -10,7 +10,7 @@ from __future__ import annotations
 from orgs.local.soql import ast, dates
 from orgs.local.soql.cursor import TokenCursor
 from orgs.local.soql.limits import MAX_STRING_CHARS
-from orgs.local.soql.tokens import T
+from orgs.local.soql.tokens import T, run_items
 
 LITERAL_KINDS = {T.STRING: "string", T.NUMBER: "number", T.DATE: "date", T.DATETIME: "datetime"}
 
@@ -61,7 +61,7 @@ class ConditionParser(TokenCursor):
             negated = bool(self.match_kw("NOT"))
             self.advance()  # IN
             self.expect(T.LPAREN)
-            if self.tok.is_kw("SELECT"):
+            if self.tokens[self.i].is_kw("SELECT"):  # not `tok`: a RUN (an id list) stays whole
                 self.enter(self.tok)
                 sub = self.query()
                 self.expect(T.RPAREN)
@@ -77,6 +77,22 @@ class ConditionParser(TokenCursor):
         raise self.unexpected()
 
     def value_list(self) -> list[ast.Value]:
+        run = self.tokens[self.i]
+        if run.kind is T.RUN:
+            # a run of plain strings (an IN list of ids) read whole: one Literal per string, as the
+            # general path below gives them from the STRING tokens; a string too long for a WHERE clause
+            # takes the general path (which reports it)
+            items = run_items(self.source, run)
+            if all(len(v) <= MAX_STRING_CHARS for _, v in items):
+                self.i += 1
+                src = self.source
+                run_values: list[ast.Value] = [
+                    ast.Literal(s, "string", v, src[s : s + len(v) + 2]) for s, v in items
+                ]
+                while self.match(T.COMMA):
+                    run_values.append(self.value())
+                self.expect(T.RPAREN)
+                return run_values
         values = [self.value()]
         # a run of `, 'string'` (long IN lists of ids) taken in one loop; anything else as `value` reads it
         tokens, i = self.tokens, self.i

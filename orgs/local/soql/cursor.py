@@ -5,7 +5,7 @@ from __future__ import annotations
 from orgs.local.soql import ast
 from orgs.local.soql.errors import SoqlError
 from orgs.local.soql.limits import MAX_NESTING
-from orgs.local.soql.tokens import T, Token
+from orgs.local.soql.tokens import T, Token, expand_run
 
 
 class SoqlParseError(SoqlError):
@@ -45,16 +45,25 @@ class TokenCursor:
 
     @property
     def tok(self) -> Token:
-        return self.tokens[self.i]
+        tok = self.tokens[self.i]
+        return self.expand(self.i) if tok.kind is T.RUN else tok
 
     def peek(self, ahead: int = 1) -> Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+        at = min(self.i + ahead, len(self.tokens) - 1)
+        tok = self.tokens[at]
+        return self.expand(at) if tok.kind is T.RUN else tok
 
     def advance(self) -> Token:
-        tok = self.tokens[self.i]
+        tok = self.tok
         if tok.kind is not T.EOF:
             self.i += 1
         return tok
+
+    def expand(self, at: int) -> Token:
+        """The RUN token at `at` replaced by its STRING and COMMA tokens (`tokenize_compact`: only an IN
+        list reads a run whole); the first of them."""
+        self.tokens[at : at + 1] = expand_run(self.source, self.tokens[at])
+        return self.tokens[at]
 
     def match_kw(self, *words: str) -> Token | None:
         if self.tok.is_kw(*words):

@@ -18,8 +18,13 @@ from orgs.local.soql.base import CompilerBase, Operand
 from orgs.local.soql.scope import SOAP_TYPE, Scope, is_long_text, kind_of
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{15}(?:[0-9A-Za-z]{3})?$")
-# an IN list longer than this is bound as one JSON array (SQLite limits the parameters of a statement)
-LONG_IN_LIST = 500
+_ID18 = re.compile(r"[0-9A-Za-z]{18}")  # an 18-character id: what ID_RE matches with len() == 18
+# An IN list longer than this is bound as one JSON array, `IN (SELECT value FROM json_each(:p))`: SQLite
+# limits the parameters of a statement, and preparing and binding one parameter per value costs more than
+# SQLite decoding the array. Measured on the build's answer check at scale 10 (1,838 SOQL statements, SQLite
+# time only): 0.84 CPU-s with lists over 500 values as JSON, 0.68 over 20, 0.63 for every list; Account
+# `Id IN (346 ids)` 1.0 ms -> 0.45 ms a statement. The rows are the same either way (test_soql_fast_paths).
+LONG_IN_LIST = 32
 # a longer AND/OR chain is written as a balanced tree of parenthesised chains: SQLite refuses
 # expressions nested more than 1,000 deep, and a flat chain of n terms nests n deep
 FLAT_CHAIN = 64
@@ -278,7 +283,15 @@ class FilterCompiler(CompilerBase):
         has_null = False
         fast_ids = operand.kind == "id"
         match_id = ID_RE.match
-        for value in node.values:
+        nodes = node.values
+        if fast_ids:
+            # A list made only of 18-character ids (the answer check's lists of 2,000): bound as written, as
+            # the loop below would bind each, checked in C (map) instead of one Python step per id.
+            strings: list[Any] = [v.value for v in nodes if type(v) is ast.Literal and v.kind == "string"]
+            if len(strings) == len(nodes) and all(map(_ID18.fullmatch, strings)):
+                values = strings
+                nodes = []
+        for value in nodes:
             if (
                 fast_ids
                 and type(value) is ast.Literal

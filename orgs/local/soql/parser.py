@@ -12,7 +12,7 @@ from orgs.local.soql import ast
 from orgs.local.soql.conditions import ConditionParser
 from orgs.local.soql.cursor import SoqlParseError
 from orgs.local.soql.limits import MAX_INTEGER
-from orgs.local.soql.tokens import T, tokenize
+from orgs.local.soql.tokens import T, tokenize_compact
 
 __all__ = ["CLAUSE_WORDS", "Parser", "SoqlParseError", "parse"]
 
@@ -47,7 +47,7 @@ CLAUSE_WORDS = frozenset(
 
 def parse(source: str) -> ast.Query:
     """Parse one SOQL query."""
-    return Parser(source, tokenize(source)).parse_top()
+    return Parser(source, tokenize_compact(source)).parse_top()
 
 
 class Parser(ConditionParser):

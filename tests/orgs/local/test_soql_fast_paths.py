@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 from datetime import date
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orgs.local.engine import LocalOrg
 from orgs.local.soql import ast, compile_soql, parse, tokenize
 from orgs.local.soql import tokens as tokens_module
 from orgs.local.soql.errors import SoqlError
@@ -139,3 +141,92 @@ def test_an_id_in_list_still_refuses_what_is_not_an_id(bad: str) -> None:
     soql = "SELECT Id FROM Case WHERE Id IN ('500000000000000AAA', '" + bad + "')"
     with pytest.raises(SoqlError, match="invalid ID field"):
         compile_soql(soql, load_model(), date(2024, 6, 1))
+
+
+def _in_list_queries(org: LocalOrg) -> list[str]:
+    """IN lists of every kind of value the org holds, long enough to be bound either way."""
+    conn = org.store.connection()
+    cases = conn.execute('SELECT "Id", "Status", "Subject", "CreatedDate" FROM "Case" LIMIT 80').fetchall()
+    items = conn.execute('SELECT "UnitPrice", "Quantity" FROM "OrderItem" LIMIT 80').fetchall()
+
+    def q(value: str) -> str:
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    ids = [r[0] for r in cases]
+    return [
+        "SELECT Id FROM Case WHERE Id IN (" + ", ".join(q(i) for i in ids) + ")",
+        "SELECT Id FROM Case WHERE Id IN (" + ", ".join(q(i[:15]) for i in ids) + ")",  # 15-character ids
+        "SELECT Id FROM Case WHERE Id NOT IN (" + ", ".join(q(i) for i in ids) + ", null)",
+        "SELECT Id FROM Case WHERE Status IN ("  # case-insensitive text, as SOQL compares
+        + ", ".join(q(s.upper() if n % 2 else s.lower()) for n, (_, s, _, _) in enumerate(cases))
+        + ")",
+        "SELECT Id FROM Case WHERE Subject IN (" + ", ".join(q(r[2] or "") for r in cases) + ")",
+        "SELECT Id FROM Case WHERE OwnerId NOT IN (" + ", ".join(q(i) for i in ids) + ")",
+        "SELECT Id FROM OrderItem WHERE UnitPrice IN (" + ", ".join(str(r[0]) for r in items) + ")",
+        "SELECT Id FROM OrderItem WHERE Quantity IN (" + ", ".join(str(r[1]) for r in items) + ")",
+        "SELECT Id FROM Case WHERE CreatedDate IN (" + ", ".join(str(r[3])[:19] + "Z" for r in cases) + ")",
+    ]
+
+
+def test_an_in_list_gives_the_same_rows_bound_as_parameters_or_as_one_json_array(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long IN lists are bound as one JSON array (json_each), short ones as one parameter per value: the
+    rows are the same either way, for ids (15 or 18 characters), text compared without case, numbers and
+    datetimes, with IN and NOT IN."""
+    from orgs.local.soql import filters
+
+    org = LocalOrg(default_bundle)
+    try:
+        for soql in _in_list_queries(org):
+            out = []
+            for limit in (10**9, 0):  # every list as parameters, then every list as a JSON array
+                monkeypatch.setattr(filters, "LONG_IN_LIST", limit)
+                plan = compile_soql(soql, org.model, org.today)
+                assert ("json_each" in plan.sql) == (limit == 0)
+                out.append(org.execute(plan.sql, plan.params))
+            assert out[0] == out[1], soql
+            assert out[0] or "NOT IN" not in soql  # NOT IN of 80 ids leaves rows
+    finally:
+        org.close()
+
+
+_CONTEXTS = [
+    "SELECT Id FROM Case WHERE Id IN ({run})",
+    "SELECT Id FROM Case WHERE Id NOT IN ({run}, 1, null) AND Status = 'New'",
+    "SELECT Id FROM Case WHERE OwnerId IN ({run}) OR Id IN ({run})",
+    "SELECT Id FROM Case WHERE ({run})",  # a run where a condition belongs: the error names its first string
+    "SELECT Id FROM Case WHERE Id IN ({run}",  # never closed
+    "SELECT Id FROM Case WHERE Id IN ({run}) x",
+    "SELECT Id FROM Case WHERE Id IN (SELECT {run})",
+    "SELECT COUNT({run}) FROM Case",
+    "SELECT Id FROM Case WHERE Type INCLUDES ({run})",
+    "SELECT Id FROM Case WHERE Id IN (\n{run})",
+    "SELECT Id FROM Case WHERE Id IN ('a', {run})",  # the run does not follow `(`: read as tokens
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(_CONTEXTS),
+    st.lists(st.tuples(_PLAIN, _GAP, _GAP), min_size=2, max_size=12),
+    st.booleans(),
+)
+def test_a_string_run_read_whole_parses_as_the_general_path(
+    context: str, parts: list[tuple[str, str, str]], too_long: bool
+) -> None:
+    """The parser reads a run of plain strings after `(` as one RUN token (`tokenize_compact`) and turns
+    it into Literals itself, or splits it into tokens wherever else it meets it: the tree, or the error,
+    is the general path's (every string read as its own token), in any context, with any spacing, with a
+    string too long for a WHERE clause."""
+    from orgs.local.soql.limits import MAX_STRING_CHARS
+
+    if too_long:
+        parts = [*parts[:1], ("z" * (MAX_STRING_CHARS + 1), "", " "), *parts[1:]]
+    run = "".join(
+        f"{before},{after}'{value}'" if i else f"'{value}'" for i, (value, before, after) in enumerate(parts)
+    )
+    text = context.replace("{run}", run)
+    with pytest.MonkeyPatch.context() as m:
+        fast, general = _both(m, parse, text)
+    assert repr(fast) == repr(general)

@@ -297,3 +297,13 @@ def test_repeated_ngrams_by_hand_across_slices() -> None:
         ("one two three four five six seven eight", 0.5),
         ("don't stop me now don't stop me now", 0.25),
     ]
+
+
+@given(st.lists(TEXTS, min_size=1, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_distinct_ns_packed_are_the_definition(samples: list[list[str | None]]) -> None:
+    """distinct-1/2/3 counted by numbering words and packing n-grams into integers equal `distinct_n` (the
+    definition, on tuples of words), float for float."""
+    assert fidelity.mean_distinct_ns_of(samples, (1, 2, 3)) == [
+        fidelity.mean_distinct_n_of(samples, n) for n in (1, 2, 3)
+    ]

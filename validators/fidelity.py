@@ -22,10 +22,11 @@ import heapq
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
+import pandas as pd
 
 from schemas.textrules import DOUBLING, doublings
 
@@ -127,21 +128,38 @@ def mean_distinct_n_of(samples: Sequence[Sequence[str | None]], n: int) -> float
 
 
 def mean_distinct_ns_of(samples: Sequence[Sequence[str | None]], ns: Sequence[int]) -> list[float]:
-    """`[mean_distinct_n_of(samples, n) for n in ns]`, each text split into words once."""
-    split = [[words(t) for t in s] for s in samples]
+    """`[mean_distinct_n_of(samples, n) for n in ns]`: each sample split into words once (one regex pass,
+    `_slice_tokens`), its words numbered, and each n-gram packed into one integer from its words' numbers
+    (exactly: no two n-grams share one while vocabulary ** n < 2 ** 63), counted distinct with numpy."""
+    per_sample = [_distinct_ns(s, ns) for s in samples]
+    return [sum(p[k] for p in per_sample) / len(samples) for k in range(len(ns))]
+
+
+def _distinct_ns(texts: Sequence[str | None], ns: Sequence[int]) -> list[float]:
+    """`distinct_n(texts, n)` for each n of `ns`."""
+    tokens = _slice_tokens(texts)
+    codes, vocabulary = pd.factorize(np.array(tokens, dtype=object))
+    codes = codes.astype(np.int64)
+    size = max(len(vocabulary), 1)
+    sep = np.zeros(len(tokens) + 1, dtype=np.int64)  # separators before each token
+    if _SEP in set(vocabulary.tolist()):
+        np.cumsum(codes == vocabulary.tolist().index(_SEP), out=sep[1:])
     out = []
     for n in ns:
-        total = 0.0
-        for texts in split:
-            seen: set[tuple[str, ...]] = set()
-            grams = 0
-            for w in texts:
-                k = len(w) - n + 1
-                if k > 0:
-                    grams += k
-                    seen.update(tuple(w[i : i + n]) for i in range(k))
-            total += len(seen) / grams if grams else 0.0
-        out.append(total / len(split))
+        m = len(tokens) - n + 1
+        if m <= 0:
+            out.append(0.0)
+            continue
+        if size**n >= 1 << 63:  # too many words to pack n of them: the definition
+            out.append(distinct_n(texts, n))
+            continue
+        packed = codes[:m].copy()
+        for k in range(1, n):
+            packed *= size
+            packed += codes[k : k + m]
+        whole = sep[n : n + m] == sep[:m]  # no separator among the n words
+        grams = int(whole.sum())
+        out.append(len(np.unique(packed[whole])) / grams if grams else 0.0)
     return out
 
 
@@ -208,7 +226,11 @@ def _per_text(grams: np.ndarray, texts: np.ndarray) -> np.ndarray:
 class RepeatedNgrams:
     """`repeated_ngrams_in`, fed batch by batch, so that a caller reading the texts anyway (the fidelity report
     counts and samples them too) reads them no more often: `bound(batch)` for every batch, then, while
-    `exact_pass()` is true, `exact(batch)` for every batch; `result()`."""
+    `exact_pass()` is true, `exact(batch)` for every batch (the same batches, in the same order); `result()`.
+
+    The first pass also keeps, per text, the top 16 bits of each n-gram hash it holds (2 bytes an n-gram):
+    an exact pass splits into words only the texts holding a fingerprint of a wanted hash (every text holding
+    a wanted n-gram does), not every text again."""
 
     def __init__(self, n: int, top: int) -> None:
         self.n, self.top = n, top
@@ -219,22 +241,30 @@ class RepeatedNgrams:
         self._buffered = 0
         self._threshold: int | None = None
         self._wanted = np.empty(0, dtype=np.uint64)
+        self._wanted_prints = np.empty(0, dtype=np.uint16)
         self._exact: Counter[tuple[str, ...]] = Counter()
         self._ranked: list[tuple[tuple[str, ...], int]] | None = None
-
-    def _slices(
-        self, batch: Sequence[str | None]
-    ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray, np.ndarray]]:
-        for at in range(0, len(batch), SLICE):
-            tokens = _slice_tokens(batch[at : at + SLICE])
-            yield (tokens, *_slice_grams(tokens, self.n))
+        # per slice of the first pass, in order: (texts, each held hash's fingerprint, in text order, and how
+        # many each text holds)
+        self._prints: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._slice_at = 0  # the next slice an exact pass reads
 
     def bound(self, batch: Sequence[str | None]) -> None:
         """First pass: per hash of an n-gram, the texts holding an n-gram with that hash (an upper bound of
         each n-gram's own count: a collision can only add)."""
         self.total += len(batch)
-        for _, grams, texts, _ in self._slices(batch):
-            held = grams[_per_text(grams, texts)]
+        for at in range(0, len(batch), SLICE):
+            part = batch[at : at + SLICE]
+            grams, texts, _ = _slice_grams(_slice_tokens(part), self.n)
+            first = np.sort(_per_text(grams, texts))  # one per (text, hash), in text order
+            held = grams[first]
+            self._prints.append(
+                (
+                    len(part),
+                    (held >> np.uint64(48)).astype(np.uint16),
+                    np.bincount(texts[first], minlength=len(part)),
+                )
+            )
             self._buffer.append(held)
             self._buffered += len(held)
             if self._buffered >= COMPACT_AT:
@@ -266,21 +296,35 @@ class RepeatedNgrams:
                 return False
             self._threshold = lowered
         self._wanted = np.unique(self.keys[self.counts >= self._threshold])
+        self._wanted_prints = np.unique((self._wanted >> np.uint64(48)).astype(np.uint16))
         self._exact = Counter()
+        self._slice_at = 0
         return True
 
     def exact(self, batch: Sequence[str | None]) -> None:
         """A pass counting exactly the n-grams whose hash reaches the threshold, once per text holding each."""
         n = self.n
-        for tokens, grams, texts, starts in self._slices(batch):
-            at = np.searchsorted(self._wanted, grams)
-            at[at == len(self._wanted)] = 0
-            hit = np.flatnonzero(self._wanted[at] == grams) if len(self._wanted) else at[:0]
-            held = {
+        for at in range(0, len(batch), SLICE):
+            part = batch[at : at + SLICE]
+            size, prints, held = self._prints[self._slice_at]
+            self._slice_at += 1
+            if size != len(part):
+                raise ValueError("RepeatedNgrams.exact: the batches differ from those of the first pass")
+            hits = np.isin(prints, self._wanted_prints)
+            if not hits.any():
+                continue
+            owners = np.repeat(np.arange(size), held)
+            chosen = np.unique(owners[hits]).tolist()  # the texts holding a wanted fingerprint
+            tokens = _slice_tokens([part[i] for i in chosen])
+            grams, texts, starts = _slice_grams(tokens, n)
+            where = np.searchsorted(self._wanted, grams)
+            where[where == len(self._wanted)] = 0
+            hit = np.flatnonzero(self._wanted[where] == grams)
+            found = {
                 (t, tuple(tokens[s : s + n]))
                 for t, s in zip(texts[hit].tolist(), starts[hit].tolist(), strict=True)
             }
-            self._exact.update(g for _, g in held)
+            self._exact.update(g for _, g in found)
 
     def _rank(self) -> list[tuple[tuple[str, ...], int]]:
         return heapq.nsmallest(self.top, self._exact.items(), key=lambda kv: (-kv[1], kv[0]))

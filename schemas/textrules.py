@@ -206,6 +206,18 @@ def _bare_patterns(values: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.
     return lowered, _bare_pattern(wrong, re.IGNORECASE)
 
 
+@cache
+def article_screen(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern that finds a match in a lower-cased ASCII text exactly when `doublings` or
+    `bare_plurals(text, phrases)` finds one in the text (the alternation of their patterns for lower-cased
+    ASCII texts: a screen scanning a text once for both); None when the phrases that take no article are not
+    all ASCII (`bare_plurals` then matches them ignoring case) or there are none."""
+    lowered, _ = _bare_patterns(phrases)
+    if lowered is None:
+        return None
+    return re.compile(f"{_DOUBLING_LOWER.pattern}|{lowered.pattern}")
+
+
 def _bare_pattern(wrong: tuple[str, ...], flags: int) -> re.Pattern[str]:
     names = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in wrong)
     return re.compile(rf"\b(?:a|an)\s+(?:{names})\b", flags)

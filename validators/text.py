@@ -42,6 +42,7 @@ from schemas.textrules import (
     FREE_TEXT,
     FreeText,
     agent_lines,
+    article_screen,
     bare_plurals,
     contains,
     control_characters,
@@ -86,9 +87,10 @@ def check_text(data: BundleData) -> list[Finding]:
     out: list[Finding] = []
     out.extend(_presence(data.raw, data.model))
     out.extend(_controls(data.raw))
-    out.extend(_doublings(data.raw))
-    out.extend(_bare_articles(data))
-    out.extend(zero_prices(data.raw))
+    screened = screens(data)
+    out.extend(_doublings(data.raw, screened))
+    out.extend(_bare_articles(data, screened))
+    out.extend(zero_prices(data.raw, screened))
     out.extend(near_duplicates(data.raw))
     out.extend(_products(data.raw))
     out.extend(_policies(data))
@@ -179,24 +181,66 @@ _JOIN = "\x00"
 
 
 def _free_texts(
-    raw: dict[str, pd.DataFrame], screen: Callable[[str], object] | None = None
+    raw: dict[str, pd.DataFrame],
+    screen: Callable[[str], object] | None = None,
+    screened: Callable[[FreeText], bool] | None = None,
 ) -> Iterator[tuple[FreeText, str, Any, str]]:
     """(field spec, record id, line, text) for every written free text (`FREE_TEXT`) of the records in `raw`.
 
     With `screen`, a column is first tested whole: its texts joined by a NUL, one C scan instead of one call
     per record. `screen(joined)` must be truthy whenever the rule finds something in any one of the texts (a
-    pattern that cannot match a NUL and treats it as a text boundary); a column it passes is skipped."""
+    pattern that cannot match a NUL and treats it as a text boundary); a column it passes is skipped.
+    `screened(spec)`, when given, is that verdict already reached for the column (`screens`)."""
     for spec in FREE_TEXT:
         frame = raw.get(spec.sobject)
         if frame is None or spec.field not in frame.columns:
             continue
-        if screen is not None and not screen(
-            _JOIN.join(t for t in frame[spec.field].tolist() if isinstance(t, str))
-        ):
+        if screened is not None:
+            if not screened(spec):
+                continue
+        elif screen is not None and not screen(_joined(frame, spec.field)):
             continue
         for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
             if isinstance(text, str):
                 yield spec, rid, line, text
+
+
+def _joined(frame: pd.DataFrame, field: str) -> str:
+    return _JOIN.join(t for t in frame[field].tolist() if isinstance(t, str))
+
+
+Screens = dict[tuple[str, str], tuple[bool, bool, bool]]
+
+
+def screens(data: BundleData) -> Screens:
+    """Per free-text column of `data.raw`: whether `_doublings`, `_bare_articles` and `zero_prices` may
+    find something in it (their screens' verdicts), each column joined once. Where every phrase of the bare
+    article rule is ASCII and the joined column is ASCII, the doubling and bare article patterns (both for
+    lower-cased ASCII text) are searched as one alternation, one scan: it matches somewhere exactly when one
+    of them does; only a column it matches in is screened by each rule alone."""
+    phrases = _bare_phrases(data)
+    bare_screen = _bare_screen(phrases)
+    combined = article_screen(tuple(phrases.values())) if phrases and bare_screen is not None else None
+    out: Screens = {}
+    for spec in FREE_TEXT:
+        frame = data.raw.get(spec.sobject)
+        if frame is None or spec.field not in frame.columns:
+            continue
+        joined = _joined(frame, spec.field)
+        zero = bool(zero_price(joined))
+        if combined is not None and joined.isascii() and not combined.search(joined.lower()):
+            out[(spec.sobject, spec.field)] = (False, False, zero)
+            continue
+        doubled = bool(fidelity.doublings(joined))
+        bare = bool(phrases) and (bare_screen is None or bool(bare_screen(joined)))
+        out[(spec.sobject, spec.field)] = (doubled, bare, zero)
+    return out
+
+
+def _verdict(found: Screens | None, k: int) -> Callable[[FreeText], bool] | None:
+    if found is None:
+        return None
+    return lambda spec: found.get((spec.sobject, spec.field), (True, True, True))[k]
 
 
 def _text_finding(rule: str, spec: FreeText, rid: str, line: Any, message: str) -> Finding:
@@ -211,11 +255,12 @@ def _text_finding(rule: str, spec: FreeText, rid: str, line: Any, message: str) 
     )
 
 
-def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+def _doublings(raw: dict[str, pd.DataFrame], screened: Screens | None = None) -> list[Finding]:
     """Every free-text field (`FREE_TEXT`) of every record that doubles an article or determiner ("My the
-    product", "The an XL", "a the"): one finding per record and field, quoting the first doubling."""
+    product", "The an XL", "a the"): one finding per record and field, quoting the first doubling. `screened`:
+    `screens` of `raw`, when the caller has them."""
     out = []
-    for spec, rid, line, text in _free_texts(raw, fidelity.doublings):
+    for spec, rid, line, text in _free_texts(raw, fidelity.doublings, _verdict(screened, 0)):
         found = fidelity.doublings(text)
         if not found:
             continue
@@ -230,30 +275,40 @@ def _doublings(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     return out
 
 
-def _bare_articles(data: BundleData) -> list[Finding]:
+def _bare_phrases(data: BundleData) -> dict[str, str]:
+    return {k: v for k, v in _phrases(data)[0].items() if not takes_article(v)}
+
+
+def _bare_screen(phrases: dict[str, str]) -> Callable[[str], object] | None:
+    # a phrase holding a NUL could match across the join: then no screening
+    return None if any(_JOIN in p for p in phrases.values()) else partial(bare_plurals, phrases=phrases)
+
+
+def _bare_articles(data: BundleData, screened: Screens | None = None) -> list[Finding]:
     """Every free-text field that puts "a"/"an" before a remedy phrase that takes none ("a loyalty points",
-    "A store credit"): a slot filled without looking at its noun. One finding per record and field."""
-    phrases = {k: v for k, v in _phrases(data)[0].items() if not takes_article(v)}
+    "A store credit"): a slot filled without looking at its noun. One finding per record and field.
+    `screened`: `screens` of `data.raw`, when the caller has them."""
+    phrases = _bare_phrases(data)
     if not phrases:
         return []
     out = []
-    # a phrase holding a NUL could match across the join: then no screening
-    screen = None if any(_JOIN in p for p in phrases.values()) else partial(bare_plurals, phrases=phrases)
-    for spec, rid, line, text in _free_texts(data.raw, screen):
+    for spec, rid, line, text in _free_texts(data.raw, _bare_screen(phrases), _verdict(screened, 1)):
         found = bare_plurals(text, phrases)
         if found:
             message = (
-                f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r}, an article before a plural or mass "
-                "noun; fix the writer's template that produced it (schemas.textrules.indefinite) and rebuild."
+                f"{spec.sobject} {rid}: `{spec.field}` reads {found[0]!r}, an article before a plural or "
+                "mass noun; fix the writer's template that produced it (schemas.textrules.indefinite) and "
+                "rebuild."
             )
             out.append(_text_finding("text.article-before-plural", spec, rid, line, message))
     return out
 
 
-def zero_prices(raw: dict[str, pd.DataFrame]) -> list[Finding]:
-    """Every written text that states a purchase at no cost ("$0.00"): a template fed a missing price."""
+def zero_prices(raw: dict[str, pd.DataFrame], screened: Screens | None = None) -> list[Finding]:
+    """Every written text that states a purchase at no cost ("$0.00"): a template fed a missing price.
+    `screened`: `screens` of `raw`, when the caller has them."""
     out = []
-    for spec, rid, line, text in _free_texts(raw, zero_price):
+    for spec, rid, line, text in _free_texts(raw, zero_price, _verdict(screened, 2)):
         amount = zero_price(text)
         if amount:
             message = (

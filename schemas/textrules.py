@@ -85,7 +85,7 @@ def truncation(text: str, limit: int | None, prose: bool) -> str | None:
     if body.endswith(_DANGLING):
         return f"it ends with `{body[-1]}`"
     for opening, closing in (("(", ")"), ("[", "]")):
-        if body.count(opening) > body.count(closing):
+        if opening in body and body.count(opening) > body.count(closing):
             return f"a `{opening}` is never closed"
     if prose and not _SENTENCE_END.search(body):
         tail = body[-30:].replace("\n", "\\n")

@@ -108,9 +108,10 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
         if frame is None:
             continue
         limit = model.get(spec.sobject).field(spec.field).length
-        for rid, line, text in zip(frame["Id"], frame["_line"], frame[spec.field], strict=True):
-            name = f"{spec.sobject} {rid}: `{spec.field}`"
+        columns = (frame["Id"].tolist(), frame["_line"].tolist(), frame[spec.field].tolist())
+        for rid, line, text in zip(*columns, strict=True):
             if text is None or not str(text).strip():
+                name = f"{spec.sobject} {rid}: `{spec.field}`"
                 out.append(
                     finding(
                         "text.empty",
@@ -125,6 +126,7 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
                 continue
             why = truncation(str(text), limit, spec.prose)
             if why:
+                name = f"{spec.sobject} {rid}: `{spec.field}`"
                 out.append(
                     finding(
                         "text.truncated",
@@ -515,7 +517,10 @@ def _offers(data: BundleData) -> list[Finding]:
     cases = {
         cid: {"IssueId__c": issue, "_line": line}
         for cid, issue, line in zip(
-            case_frame["Id"], case_frame["IssueId__c"], case_frame["_line"], strict=True
+            case_frame["Id"].tolist(),
+            case_frame["IssueId__c"].tolist(),
+            case_frame["_line"].tolist(),
+            strict=True,
         )
     }
     messages = _messages(data)
@@ -527,6 +532,7 @@ def _offers(data: BundleData) -> list[Finding]:
             got = offers[m.id] = offered(m.text, phrases, name)
         return got
 
+    policy_of: dict[str | None, dict[str, int] | None] = {}
     wanted = ["Id", "_line", "_offer_channel", "_offer_remedy", "_violation", "_days_since_purchase"]
     out: list[Finding] = []
     columns = [latent[c].tolist() if c in latent.columns else [None] * len(latent) for c in wanted]
@@ -537,7 +543,9 @@ def _offers(data: BundleData) -> list[Finding]:
         if case is None:
             continue
         issue = issue_key.get(case["IssueId__c"])
-        policy = _policy_of(data, issue) if issue else None
+        if issue not in policy_of:  # one per issue, not per case
+            policy_of[issue] = _policy_of(data, issue) if issue else None
+        policy = policy_of[issue]
         if policy is None:
             continue
         channel = row.get("_offer_channel") or "none"
@@ -629,7 +637,7 @@ def _messages(data: BundleData) -> dict[str, list[_Message]]:
     chats = data.raw.get("LiveChatTranscript")
     if chats is not None:
         for rid, line, case, body in zip(
-            chats["Id"], chats["_line"], chats["CaseId"], chats["Body"], strict=True
+            *(chats[c].tolist() for c in ("Id", "_line", "CaseId", "Body")), strict=True
         ):
             if isinstance(case, str) and isinstance(body, str):
                 by_case[case].append(
@@ -643,7 +651,7 @@ def _messages(data: BundleData) -> dict[str, list[_Message]]:
             kinds = dict(zip(latent["Id"], latent["_kind"], strict=True))
         outgoing = emails[(emails["Incoming"] == "false").to_numpy()]
         for rid, line, case, body in zip(
-            outgoing["Id"], outgoing["_line"], outgoing["ParentId"], outgoing["TextBody"], strict=True
+            *(outgoing[c].tolist() for c in ("Id", "_line", "ParentId", "TextBody")), strict=True
         ):
             if isinstance(case, str) and isinstance(body, str):
                 by_case[case].append(

@@ -5,6 +5,7 @@ Used by `validators/tasks.py` (which adds the re-derived answers); every problem
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import jsonschema
 from referencing import Registry, Resource
@@ -177,10 +179,62 @@ def _per_task_for(names: tuple[str, ...]) -> dict[str, dict[str, jsonschema.Draf
         item["$id"] = f"{tasks['$id']}?task={task}"
         extra[task] = (cut_truth, item)
     registry = _registry(docs)
+    by_id = {doc["$id"]: doc for doc in docs.values()}
+    by_id.update((d["$id"], d) for pair in extra.values() for d in pair)
     for task, (cut_truth, item) in extra.items():
+        # else validated with the registry resolving each $ref, as the whole schema is
+        with contextlib.suppress(_NotInlined):
+            cut_truth, item = _inline(cut_truth, cut_truth["$id"], by_id), _inline(item, item["$id"], by_id)
         out["ground_truth.schema.json"][task] = jsonschema.Draft202012Validator(cut_truth, registry=registry)
         out["tasks.schema.json"][task] = jsonschema.Draft202012Validator(item, registry=registry)
     return out
+
+
+class _NotInlined(Exception):
+    """A `$ref` that `_inline` cannot replace (a cycle, a target it cannot find)."""
+
+
+_DATA_KEYWORDS = frozenset(
+    {"const", "enum", "default", "examples", "$comment"}
+)  # values that are not schemas
+
+
+def _inline(node: Any, base: str, docs: Mapping[str, Any], depth: int = 0) -> Any:
+    """The schema `node` (of the document whose URI is `base`) with every `$ref` replaced by the schema it
+    points at, itself inlined against its own document: `{"$ref": r, ...}` becomes `{"allOf": [target,
+    ...], ...}`, which accepts the same instances (in 2020-12 `$ref` is an applicator beside its siblings).
+    Resolving a reference through the registry on every use was a third of a task document's validation.
+    `$defs` are dropped (they validate nothing). Raises _NotInlined on a cycle or a target not found."""
+    if depth > 64:
+        raise _NotInlined("a $ref cycle")
+    if isinstance(node, list):
+        return [_inline(x, base, docs, depth) for x in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$ref", "$defs"):
+            continue
+        if key in ("$dynamicRef", "$anchor", "$dynamicAnchor", "$recursiveRef"):
+            raise _NotInlined(key)
+        out[key] = value if key in _DATA_KEYWORDS else _inline(value, base, docs, depth)
+    ref = node.get("$ref")
+    if ref is None:
+        return out
+    if not isinstance(ref, str):
+        raise _NotInlined("a $ref that is not a string")
+    uri, _, pointer = urljoin(base, ref).partition("#")
+    target: Any = docs.get(uri)
+    if target is None:
+        raise _NotInlined(f"no document {uri}")
+    for part in [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]:
+        if not isinstance(target, Mapping) or part not in target:
+            raise _NotInlined(f"{ref} points at nothing")
+        target = target[part]
+    inlined = _inline(target, uri, docs, depth + 1)
+    if not out:
+        return inlined
+    return {**out, "allOf": [inlined, *out.get("allOf", [])]}
 
 
 def _valid_by_task(name: str, doc: Any) -> bool:

@@ -142,6 +142,19 @@ def _presence(raw: dict[str, pd.DataFrame], model: OrgModel) -> list[Finding]:
 
 
 _CONTROL_SCAN = re.compile(CONTROL_PATTERN)
+# The bytes of an ASCII text that CONTROL_PATTERN does not match (all but U+0000-U+0008, U+000B, U+000C,
+# U+000E-U+001F and U+007F; its U+0080-U+009F are not ASCII): deleting them leaves the control characters.
+_NOT_CONTROL_ASCII = bytes(c for c in range(256) if not _CONTROL_SCAN.match(chr(c)) or c > 127)
+
+
+def _has_control(text: str) -> bool:
+    """Whether `text` holds a character CONTROL_PATTERN matches: for ASCII text by deleting every other byte
+    (one C pass, about three times faster than the pattern's scan), else by the scan."""
+    if text.isascii():
+        return bool(text.encode("ascii").translate(None, _NOT_CONTROL_ASCII))
+    return _CONTROL_SCAN.search(text) is not None
+
+
 CONTROL_LIMIT = 20  # rows of one column reported by `_controls`
 
 
@@ -156,7 +169,7 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
             cells = frame[column]
             # One scan of the whole column first: the pattern matches single characters and the separator is
             # not one of them, so the joined text holds a control character exactly when some cell does.
-            if not _CONTROL_SCAN.search("\n".join(map(str, cells.tolist()))):
+            if not _has_control("\n".join(map(str, cells.tolist()))):
                 continue
             hits = cells.astype("string").str.contains(CONTROL_PATTERN, regex=True, na=False)
             for pos in hits.to_numpy().nonzero()[0][:CONTROL_LIMIT]:  # the first of a column

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from schemas.model import load_model
-from schemas.textrules import bare_plurals, indefinite
+from schemas.textrules import CONTROL_PATTERN, bare_plurals, indefinite
 from schemas.textsim import jaccard, shingles
 from validators.load import BundleData, load_bundle
 from validators.task_format import check_tasks_format
@@ -21,6 +22,7 @@ from validators.text import (
     NEAR_DUPLICATE_THRESHOLD,
     _bare_articles,
     _doublings,
+    _has_control,
     agent_lines,
     near_duplicate_pairs,
     offered,
@@ -262,3 +264,16 @@ def test_screens_shared_by_the_three_rules_change_no_finding(
     assert _doublings(data.raw, screened) == _doublings(data.raw)
     assert _bare_articles(data, screened) == _bare_articles(data)
     assert zero_prices(data.raw, screened) == zero_prices(data.raw)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=40))
+@settings(max_examples=500, deadline=None)
+def test_control_screen_is_the_pattern(text: str) -> None:
+    """The ASCII fast path of the control-character screen answers as CONTROL_PATTERN's scan does (code
+    points up to U+02FF: the ASCII controls, tab, line breaks, DEL, the C1 controls, Latin letters)."""
+    assert _has_control(text) == (re.search(CONTROL_PATTERN, text) is not None)
+
+
+def test_control_screen_on_each_of_the_first_256_code_points() -> None:
+    found = [c for c in map(chr, range(256)) if _has_control(c)]
+    assert found == [chr(c) for c in [*range(0, 9), 11, 12, *range(14, 32), *range(127, 160)]]

@@ -85,7 +85,7 @@ def truncation(text: str, limit: int | None, prose: bool) -> str | None:
     if body.endswith(_DANGLING):
         return f"it ends with `{body[-1]}`"
     for opening, closing in (("(", ")"), ("[", "]")):
-        if body.count(opening) > body.count(closing):
+        if opening in body and body.count(opening) > body.count(closing):
             return f"a `{opening}` is never closed"
     if prose and not _SENTENCE_END.search(body):
         tail = body[-30:].replace("\n", "\\n")
@@ -204,6 +204,18 @@ def _bare_patterns(values: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.
         return None, None
     lowered = _bare_pattern(tuple(p.lower() for p in wrong), 0) if all(p.isascii() for p in wrong) else None
     return lowered, _bare_pattern(wrong, re.IGNORECASE)
+
+
+@cache
+def article_screen(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern that finds a match in a lower-cased ASCII text exactly when `doublings` or
+    `bare_plurals(text, phrases)` finds one in the text (the alternation of their patterns for lower-cased
+    ASCII texts: a screen scanning a text once for both); None when the phrases that take no article are not
+    all ASCII (`bare_plurals` then matches them ignoring case) or there are none."""
+    lowered, _ = _bare_patterns(phrases)
+    if lowered is None:
+        return None
+    return re.compile(f"{_DOUBLING_LOWER.pattern}|{lowered.pattern}")
 
 
 def _bare_pattern(wrong: tuple[str, ...], flags: int) -> re.Pattern[str]:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.textrules import FREE_TEXT
@@ -243,3 +243,67 @@ def test_sampled_texts_are_the_seeded_samples() -> None:
     assert fidelity.mean_distinct_n_of(samples, 2) == fidelity.mean_distinct_n(texts, 2, 130)
     few = texts[:100]
     assert fidelity.sampled_texts(lambda: [few[:50], few[50:]], 100, 130) == [few]
+
+
+def _definition(texts: list[str | None], n: int, top: int) -> list[tuple[str, float]]:
+    """`repeated_ngrams` written out from its docstring with `fidelity.words`, text by text: each n-gram
+    counted once per text holding it, ranked by count, then by its words."""
+    counts: dict[tuple[str, ...], int] = {}
+    for t in texts:
+        w = fidelity.words(t)
+        for g in {tuple(w[i : i + n]) for i in range(len(w) - n + 1)}:
+            counts[g] = counts.get(g, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return [(" ".join(g), c / len(texts)) for g, c in ranked] if texts else []
+
+
+# words and what sits between them: case, digits, apostrophes (kept inside a word, dropped at its edges),
+# punctuation, the slice separator itself, and characters whose lower case is not one character (İ) or
+# depends on its neighbours (Σ)
+TOKENS = st.sampled_from(["the", "The", "BOX", "don't", "'late", "size'", "a1", "42", "İ", "Σ", "x"])
+GAPS = st.sampled_from([" ", "  ", ", ", ".\n", "-", "'", "\x00", ""])
+TEXTS = st.lists(
+    st.one_of(st.none(), st.lists(st.tuples(TOKENS, GAPS), max_size=14)), min_size=0, max_size=40
+).map(lambda ts: [None if t is None else "".join(a + b for a, b in t) for t in ts])
+
+
+@given(TEXTS, st.integers(1, 5), st.integers(1, 4), st.integers(1, 9), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_repeated_ngrams_in_slices_is_the_definition(
+    texts: list[str | None], n: int, top: int, size: int, collide: bool
+) -> None:
+    """The n-grams hashed with numpy over slices of texts tokenised together (slices of 3 texts here, batches
+    of `size`; with `collide`, every word hashing alike so that every n-gram's hash collides) rank as the
+    definition ranks them."""
+    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fidelity, "SLICE", 3)
+        mp.setattr(fidelity, "COMPACT_AT", 5)
+        if collide:
+            mp.setattr(fidelity, "hash", lambda word: 7, raising=False)
+        assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == _definition(texts, n, top)
+
+
+def test_repeated_ngrams_by_hand_across_slices() -> None:
+    """A golden case: 8-grams never span two texts of one slice, apostrophes stay inside words only, case and
+    punctuation are dropped."""
+    texts = [
+        "One two three four five six seven",  # 7 words: no 8-gram, even joined to the next text
+        "eight nine ten. ONE two three four five six seven eight",
+        "'one' two, three-four five six seven eight!",
+        "don't stop me now don't stop me now",
+    ]
+    assert fidelity.repeated_ngrams_in(lambda: [texts], 8, 2) == [
+        ("one two three four five six seven eight", 0.5),
+        ("don't stop me now don't stop me now", 0.25),
+    ]
+
+
+@given(st.lists(TEXTS, min_size=1, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_distinct_ns_packed_are_the_definition(samples: list[list[str | None]]) -> None:
+    """distinct-1/2/3 counted by numbering words and packing n-grams into integers equal `distinct_n` (the
+    definition, on tuples of words), float for float."""
+    assert fidelity.mean_distinct_ns_of(samples, (1, 2, 3)) == [
+        fidelity.mean_distinct_n_of(samples, n) for n in (1, 2, 3)
+    ]

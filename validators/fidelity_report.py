@@ -30,9 +30,9 @@ from schemas.gcpause import release_freed_memory
 from schemas.model import OrgModel, load_model
 from validators.fidelity import (
     Batches,
+    RepeatedNgrams,
     mean_distinct_n,
-    mean_distinct_n_of,
-    repeated_ngrams_in,
+    mean_distinct_ns_of,
     sampled_texts,
     verbatim_share,
 )
@@ -113,25 +113,33 @@ def _from_frames(frames: Frames) -> TextSource:
 
 
 def text_figures(texts: TextSource) -> list[dict[str, Any]]:
-    """The per-field figures, each field read in batches (twice: counts, then the samples and the exact
-    counts of the most repeated n-grams), so only one batch of text is held at a time."""
+    """The per-field figures, each field read in batches (twice: the count and the n-gram hashes, then the
+    samples and the exact counts of the most repeated n-grams), so only one batch of text is held at a time."""
     out = []
     for sobject, field in TEXT_FIELDS:
         batches = texts(sobject, field)
         if batches is None:
             continue
-        records = sum(len(b) for b in batches())
-        samples = sampled_texts(batches, records, SAMPLE)
+        # two reads of the field: the n-gram hashes and the count; the samples and the exact counts of the
+        # n-grams that can rank (a third only should a hash collision call for it)
+        repeated = RepeatedNgrams(8, 3)
+        for batch in batches():
+            repeated.bound(batch)
+        records = repeated.total
+        exact = repeated.exact_pass()
+        samples = sampled_texts(batches, records, SAMPLE, each=repeated.exact if exact else None)
+        while exact and repeated.exact_pass():
+            for batch in batches():
+                repeated.exact(batch)
+        d1, d2, d3 = mean_distinct_ns_of(samples, (1, 2, 3))
         out.append(
             {
                 "name": f"{sobject}.{field}",
                 "records": records,
-                "distinct_1": round(mean_distinct_n_of(samples, 1), 4),
-                "distinct_2": round(mean_distinct_n_of(samples, 2), 4),
-                "distinct_3": round(mean_distinct_n_of(samples, 3), 4),
-                "top_8grams": [
-                    {"text": g, "share": round(s, 4)} for g, s in repeated_ngrams_in(batches, 8, 3)
-                ],
+                "distinct_1": round(d1, 4),
+                "distinct_2": round(d2, 4),
+                "distinct_3": round(d3, 4),
+                "top_8grams": [{"text": g, "share": round(s, 4)} for g, s in repeated.result()],
             }
         )
     return out

@@ -140,9 +140,11 @@ def _texts_in_chunks(fr: Frames, data: BundleData) -> list[Finding]:
                 shown[key] = shown.get(key, 0) + 1
                 if shown[key] <= text.CONTROL_LIMIT:
                     out.append(f)
-            out.extend(text._doublings(part))
-            out.extend(text._bare_articles(replace(data, raw=part)))
-            out.extend(text.zero_prices(part))
+            with_part = replace(data, raw=part)
+            screened = text.screens(with_part)  # each column joined and screened once for the three
+            out.extend(text._doublings(part, screened))
+            out.extend(text._bare_articles(with_part, screened))
+            out.extend(text.zero_prices(part, screened))
     return out
 
 

@@ -289,8 +289,8 @@ class TaskData:
         orders = _read(bundle, "Order")
         accounts = _read(bundle, "Account")
         history = _read(bundle, "CaseHistory__c")
-        product_of_item = dict(zip(items["Id"], items["Product2Id"], strict=True))
-        state_of_account = dict(zip(accounts["Id"], accounts["ShippingState"], strict=True))
+        product_of_item = dict(zip(items["Id"].tolist(), items["Product2Id"].tolist(), strict=True))
+        state_of_account = dict(zip(accounts["Id"].tolist(), accounts["ShippingState"].tolist(), strict=True))
         cases["Product2Id"] = cases["OrderItemId__c"].map(product_of_item)
         cases["ShippingState"] = cases["AccountId"].map(state_of_account)
         cases["_handle_seconds"] = (cases["ClosedDate"] - cases["CreatedDate"]).dt.total_seconds()
@@ -349,17 +349,19 @@ class TaskData:
         data.message_cases = None if message_cases is None else frozenset(message_cases)
         data._emails_by_case = {str(k): np.asarray(v) for k, v in emails.groupby("ParentId").indices.items()}
         data._chats_by_case = {str(k): np.asarray(v) for k, v in chats.groupby("CaseId").indices.items()}
-        data.case_position = {str(k): i for i, k in enumerate(cases["Id"])}
-        data.item_order = {str(k): str(v) for k, v in zip(items["Id"], items["OrderId"], strict=True) if v}
+        data.case_position = {str(k): i for i, k in enumerate(cases["Id"].tolist())}
+        data.item_order = {
+            str(k): str(v) for k, v in zip(items["Id"].tolist(), items["OrderId"].tolist(), strict=True) if v
+        }
         for oid, account, status, day in zip(
-            orders["Id"], orders["AccountId"], orders["Status"], orders["EffectiveDate"], strict=True
+            *(orders[c].tolist() for c in ("Id", "AccountId", "Status", "EffectiveDate")), strict=True
         ):
             if pd.isna(day):
                 continue
             data.order_date[str(oid)] = day.date()
             if status == "Activated" and account:
                 data.activated_orders_on.setdefault((str(account), day.date()), []).append(str(oid))
-        for oid, pid in zip(items["OrderId"], items["Product2Id"], strict=True):
+        for oid, pid in zip(items["OrderId"].tolist(), items["Product2Id"].tolist(), strict=True):
             if oid and pid:
                 data.products_of_order.setdefault(str(oid), []).append(str(pid))
         return data

@@ -272,6 +272,7 @@ def test_format_checker_knows_orgseed_formats(fmt: str, value: str, ok: bool) ->
         NUMBER_RE.pattern,
         r"[^,]+",  # can match a line break: a match spilling into the next cell must not count
         r"a|ab",
+        r"a*",  # matches the empty cell too: the counted matches include empty ones
     ],
 )
 def test_column_fullmatch_agrees_with_matching_each_cell(pattern: str) -> None:
@@ -285,6 +286,7 @@ def test_column_fullmatch_agrees_with_matching_each_cell(pattern: str) -> None:
         NUMBER_RE.pattern: lambda: str(rnd.choice([0, 12, -3, 4.5, 1e20])),
         r"[^,]+": lambda: "abc",
         r"a|ab": lambda: rnd.choice(["a", "ab"]),
+        r"a*": lambda: "a" * rnd.randrange(3),
     }[pattern]
     bad = ["", "x", "005short", "1,2", "line\nbreak", "ab ", " a", "a\n", "00512345678901234567", "1e", "--1"]
     for trial in range(60):

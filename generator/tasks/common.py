@@ -481,12 +481,14 @@ class AssignmentCodes:
         pd.DataFrame
     )  # the Case columns HTU reads (a narrow frame: a window's rows are cheap to take)
     old_values: pd.Series  # OldValue__c of the assignment rows, the one column TCU reads
+    agent_ids: list[str]  # per agent code: the agent's Id; the codes number the Ids in sorted order
+    minutes: np.ndarray  # per Case row: ClosedDate − CreatedDate in minutes (NaN when either is empty)
 
 
 def assignment_codes(data: OrgData) -> AssignmentCodes:
     if "assignment_codes" not in data.cache:
         rows, cases = data.assignments, data.cases
-        new_owner, agents = pd.factorize(rows["NewValue__c"])
+        new_owner, agents = pd.factorize(rows["NewValue__c"], sort=True)
         case, case_ids = pd.factorize(rows["CaseId__c"])
         agent_index, case_index = pd.Index(agents), pd.Index(case_ids)
         data.cache["assignment_codes"] = AssignmentCodes(
@@ -500,6 +502,10 @@ def assignment_codes(data: OrgData) -> AssignmentCodes:
             closed=(cases["Status"] == "Closed").to_numpy(dtype=bool),
             handle_columns=cases[["OwnerId", "CreatedDate", "ClosedDate"]],
             old_values=rows["OldValue__c"],
+            agent_ids=[str(a) for a in agents],
+            minutes=((cases["ClosedDate"] - cases["CreatedDate"]).dt.total_seconds() / 60.0).to_numpy(
+                dtype="float64"
+            ),
         )
     return data.cache["assignment_codes"]
 
@@ -523,6 +529,11 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     """The cases HTU averages (handle_time.py), in frame order: created in [start, end), Closed, owned by a
     qualified agent, with exactly one Owner Assignment row in [start, end]. The same rows as the masks over
     the frames, by counting codes; only the columns HTU reads (OwnerId, CreatedDate, ClosedDate)."""
+    return assignment_codes(data).handle_columns.iloc[handle_time_positions(data, w, n_cases)]
+
+
+def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
+    """The positions (in Case frame order) of the rows `handle_time_cases` returns."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
     qualified = qualified_mask(codes, rows, n_cases)
@@ -531,7 +542,21 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     keep = (
         _member(codes.owner_of_case[c], qualified) & _member(codes.case_of_case[c], single) & codes.closed[c]
     )
-    return codes.handle_columns.iloc[c[keep]]
+    return c[keep]
+
+
+def transfer_counts(data: OrgData, w: Window, n_cases: int) -> dict[str, float]:
+    """TCU's count of moves per previous owner, as `transfers_from(...).value_counts()` orders them (count
+    descending, ties in order of first appearance), counted on the agent codes."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    qualified = qualified_mask(codes, rows, n_cases)
+    moved = codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
+    if not len(moved):
+        return {}
+    agents, first, counts = np.unique(moved, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return {codes.agent_ids[agents[k]]: float(counts[k]) for k in order}
 
 
 def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:

@@ -7,6 +7,7 @@ import json
 import random
 import re
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,13 @@ from generator.tasks.common import (
     TaskBuildError,
     agent_task_params,
     random_window,
+    relative_window,
     window_from_params,
 )
 from generator.tasks.handle_time import solve_handle_time
+from generator.tasks.monthly_trend_analysis import solve_monthly_trend
 from generator.tasks.transfer_count import solve_transfer_count
-from schemas.taskspec import CRMARENA_TASKS
+from schemas.taskspec import CRMARENA_TASKS, MONTHS
 from tests.conftest import copy_bundle
 from tests.flows.test_cli import orgseed
 from tests.task_fixtures import FixtureCase, load_cases, materialize
@@ -266,3 +269,26 @@ def test_agent_task_solvers_match_the_policy_by_masks(default_bundle: Path) -> N
         assert list(tcu.candidates.items()) == list(expected_tcu.items()), params
         seen += bool(expected_htu) + bool(expected_tcu)
     assert seen > 300  # most windows have candidates: the comparison is not vacuous
+
+
+def test_monthly_trend_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """MTA's month counts (numpy over each product's dates) equal counting the product's cases created in
+    [start, end) by month name with pandas, candidates in value_counts order, over many windows."""
+    data = OrgData(default_bundle)
+    rng = random.Random(11)
+    per_product = data.cases["_product"].value_counts()
+    products = sorted(per_product.index[per_product >= 5])  # enough cases for several months to compete
+    seen = 0
+    for _ in range(300):
+        product = rng.choice(products)
+        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
+        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
+        params = {"product_id": product, **w.params}
+        c = data.cases[data.cases["_product"] == product]
+        c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end)]
+        expected = c["CreatedDate"].dt.month.map(lambda m: MONTHS[m - 1]).value_counts()
+        got = solve_monthly_trend(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
+        seen += len(expected) > 1
+    assert seen > 50  # many windows compare several months: the order is tested

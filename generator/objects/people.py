@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from functools import cache
+from itertools import accumulate
 
 import numpy as np
 import pandas as pd
+from faker import Faker
+from faker.providers.person.en_US import Provider as _Person
 
 from generator.ids import make_id
 from generator.objects.base import BuildContext, ObjectGenerator
+
+
+@cache
+def _weighted(which: str) -> tuple[tuple[str, ...], list[float]]:
+    """The en_US person provider's `first_names` or `last_names` (name -> weight) as names and cumulative
+    weights, summed once in the order random.choices sums them."""
+    names: OrderedDict[str, float] = getattr(_Person, which)
+    return tuple(names.keys()), list(accumulate(names.values()))
+
+
+def person_names(fake: Faker, which: str, n: int) -> list[str]:
+    """`n` calls of `fake.first_name()` (which="first_names") or `fake.last_name()` (which="last_names") on an
+    en_US Faker, drawn at once: Faker draws each with random.choices(names, weights, k=1), one random() per
+    name, so choices(names, cum_weights, k=n) on the same Random gives the same names and leaves it in the
+    same state, without summing the ~7,000 weights again for every name (Faker is pinned in pyproject)."""
+    names, cum = _weighted(which)
+    return fake.random.choices(names, cum_weights=cum, k=n)
 
 
 def _slug(text: str) -> str:
@@ -40,8 +62,8 @@ class UserGenerator(ObjectGenerator):
         agents = ctx.world.agents
         n = len(agents)
         fake = ctx.faker("User", b)
-        first = [fake.first_name() for _ in range(n)]
-        last = [fake.last_name() for _ in range(n)]
+        first = person_names(fake, "first_names", n)
+        last = person_names(fake, "last_names", n)
         domain = ctx.profile.company.domain
         local = _unique(
             [f"{_slug(f)}.{_slug(s)}" for f, s in zip(first, last, strict=True)],
@@ -94,8 +116,8 @@ class AccountGenerator(ObjectGenerator):
         cust = ctx.world.customers.iloc[rows.start : rows.stop]
         n = len(cust)
         fake = ctx.faker("Account", b)
-        first = [fake.first_name() for _ in range(n)]
-        last = [fake.last_name() for _ in range(n)]
+        first = person_names(fake, "first_names", n)
+        last = person_names(fake, "last_names", n)
         domains = [
             "gmail.com",
             "yahoo.com",

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from generator.tasks import build_tasks, solve
+from generator.tasks.best_region_identification import solve_best_region
 from generator.tasks.common import (
     OrgData,
     TaskBuildError,
@@ -292,3 +293,24 @@ def test_monthly_trend_solver_matches_the_policy_by_masks(default_bundle: Path) 
         assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
         seen += len(expected) > 1
     assert seen > 50  # many windows compare several months: the order is tested
+
+
+def test_best_region_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """BRI's averages (state codes over the window's positions) equal the pandas derivation by masks: Closed
+    cases created in [start, end) with a state, mean closure seconds per state rounded to 3 places."""
+    data = OrgData(default_bundle)
+    rng = random.Random(13)
+    seen = 0
+    for _ in range(200):
+        today, w = random_window(data, rng)
+        params = {"today_date": f"{today.isoformat()}T00:00:00Z", **w.params}
+        c = data.cases
+        c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end)]
+        c = c[(c["Status"] == "Closed") & c["_state"].notna()]
+        seconds = (c["ClosedDate"] - c["CreatedDate"]).dt.total_seconds()
+        expected = {str(k): float(v) for k, v in seconds.groupby(c["_state"]).mean().round(3).items()}
+        got = solve_best_region(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == list(expected.items()), params
+        seen += len(expected) > 1
+    assert seen > 100

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,9 @@ class Window:
     phrase: str  # how the query names it ("in Q3 2022", "over the past 3 months")
 
 
+# Windows are pure functions of their arguments and thousands of draws ask for the same few hundred, so they
+# are made once each (the Window is shared: callers copy its params, never change them).
+@lru_cache(maxsize=65536)
 def relative_window(today: date, period: str, count: int) -> Window:
     end = datetime(today.year, today.month, today.day)
     delta = {
@@ -100,6 +103,7 @@ def relative_window(today: date, period: str, count: int) -> Window:
     return Window(start, end, {"end_date": iso(end), "period": unit, "interval_count": units}, phrase)
 
 
+@lru_cache(maxsize=4096)
 def named_window(name: str, year: int) -> Window:
     if name in MONTHS:
         m = MONTHS.index(name) + 1
@@ -123,8 +127,13 @@ def named_window(name: str, year: int) -> Window:
 def window_from_params(params: dict[str, Any]) -> Window:
     if "period_name" in params:
         return named_window(params["period_name"], int(params["year"]))
-    today = datetime.strptime(params["end_date"], "%Y-%m-%dT%H:%M:%SZ").date()
-    return relative_window(today, params["period"], int(params["interval_count"]))
+    return relative_window(_day(params["end_date"]), params["period"], int(params["interval_count"]))
+
+
+@lru_cache(maxsize=65536)
+def _day(stamp: str) -> date:
+    """The date of a `YYYY-MM-DDTHH:MM:SSZ` param."""
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").date()
 
 
 def asked_from(params: dict[str, Any]) -> date | None:
@@ -133,7 +142,7 @@ def asked_from(params: dict[str, Any]) -> date | None:
     if "period_name" in params or "end_date" in params:
         return window_from_params(params).start.date()
     if {"today_date", "period", "interval_count"} <= params.keys():
-        today = datetime.strptime(params["today_date"], "%Y-%m-%dT%H:%M:%SZ").date()
+        today = _day(params["today_date"])
         unit = {"day": "days", "week": "weeks", "month": "months"}.get(str(params["period"]))
         if unit is not None:
             return today - relativedelta(**{unit: int(params["interval_count"])})

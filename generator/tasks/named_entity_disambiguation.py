@@ -54,7 +54,9 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
     )
     # account -> its activated purchases as (date, product), in frame order (as groupby("account") groups them)
     by_account: dict[Any, list[tuple[Any, Any]]] = {}
-    for a, d, prod in zip(bought["account"], bought["date"], bought["product"], strict=True):
+    for a, d, prod in zip(
+        bought["account"].tolist(), bought["date"].tolist(), bought["product"].tolist(), strict=True
+    ):
         if not pd.isna(a):
             by_account.setdefault(a, []).append((d, prod))
     every = data.orders.set_index("Id")
@@ -65,7 +67,7 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
         }
     )
     ever_sets: dict[Any, set[Any]] = {}
-    for a, prod in zip(ever["account"], ever["product"], strict=True):
+    for a, prod in zip(ever["account"].tolist(), ever["product"].tolist(), strict=True):
         if not pd.isna(a):
             ever_sets.setdefault(a, set()).add(prod)
     ever_by_account = {k: sorted(v) for k, v in ever_sets.items()}

@@ -15,6 +15,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
@@ -59,6 +60,15 @@ def weight_text(grams: int) -> str:
         return f"{grams} grams"
     kg = f"{grams / 1000:.2f}".rstrip("0").rstrip(".")
     return f"{kg} kg"
+
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+@lru_cache(maxsize=65536)
+def _word_set(text: str) -> frozenset[str]:
+    """The lower-cased words of `text` (product names recur across mentions: each is split once)."""
+    return frozenset(w.lower() for w in _WORD.findall(text))
 
 
 def _title(key: str) -> str:
@@ -742,10 +752,10 @@ class OfflineWriter(TextWriter):
         purchases (`others`): the last words of its noun, its noun, or its whole name, whichever is first."""
         noun, name = str(f["noun"]), str(f.get("name") or f["noun"])
         words = noun.split()
-        others = [{w.lower() for w in re.findall(r"[A-Za-z0-9]+", str(o))} for o in f.get("others", [])]
+        others = [_word_set(str(o)) for o in f.get("others", [])]
         term = name
         for candidate in [" ".join(words[-2:]), noun, name]:
-            toks = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", candidate)}
+            toks = _word_set(candidate)
             if toks and not any(toks <= other for other in others):
                 term = candidate
                 break

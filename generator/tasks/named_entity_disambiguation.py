@@ -54,10 +54,11 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
     )
     # account -> its activated purchases as (date, product), in frame order (as groupby("account") groups them)
     by_account: dict[Any, list[tuple[Any, Any]]] = {}
-    for a, d, prod in zip(
-        bought["account"].tolist(), bought["date"].tolist(), bought["product"].tolist(), strict=True
+    known = bought["account"].notna().tolist()  # groupby drops the rows without an account
+    for ok, a, d, prod in zip(
+        known, bought["account"].tolist(), bought["date"].tolist(), bought["product"].tolist(), strict=True
     ):
-        if not pd.isna(a):
+        if ok:
             by_account.setdefault(a, []).append((d, prod))
     every = data.orders.set_index("Id")
     ever = pd.DataFrame(
@@ -67,8 +68,9 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
         }
     )
     ever_sets: dict[Any, set[Any]] = {}
-    for a, prod in zip(ever["account"].tolist(), ever["product"].tolist(), strict=True):
-        if not pd.isna(a):
+    known = ever["account"].notna().tolist()
+    for ok, a, prod in zip(known, ever["account"].tolist(), ever["product"].tolist(), strict=True):
+        if ok:
             ever_sets.setdefault(a, set()).add(prod)
     ever_by_account = {k: sorted(v) for k, v in ever_sets.items()}
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))

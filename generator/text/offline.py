@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from schemas.profile import Profile
 
 
+@lru_cache(maxsize=8192)
 def human_date(iso: str) -> str:
     d = date.fromisoformat(iso[:10])
     return f"{d.strftime('%B')} {d.day}, {d.year}"
@@ -101,12 +102,15 @@ class OfflineWriter(TextWriter):
     def _write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
         render = _RENDERERS[kind]
         out = []
+        rng = random.Random()  # this call's own (calls may run in threads), re-seeded for every request
         for req in requests:
             attempt = int(req.facts.get("attempt", 0) or 0)
             parts: tuple[object, ...] = (
                 (kind.value, req.key) if not attempt else (kind.value, req.key, attempt)
             )
-            rng = random.Random(derive_seed(self.seed, "text", *parts))
+            # the state of random.Random(seed), without making a new generator per request; no renderer
+            # keeps the generator after it returns
+            rng.seed(derive_seed(self.seed, "text", *parts))
             out.append(render(self, rng, req.facts))
         return out
 

@@ -26,6 +26,7 @@ from generator.tasks.common import (
 )
 from generator.tasks.handle_time import solve_handle_time
 from generator.tasks.monthly_trend_analysis import solve_monthly_trend
+from generator.tasks.top_issue_identification import solve_top_issue
 from generator.tasks.transfer_count import solve_transfer_count
 from schemas.taskspec import CRMARENA_TASKS, MONTHS
 from tests.conftest import copy_bundle
@@ -314,3 +315,25 @@ def test_best_region_solver_matches_the_policy_by_masks(default_bundle: Path) ->
         assert list(got.items()) == list(expected.items()), params
         seen += len(expected) > 1
     assert seen > 100
+
+
+def test_top_issue_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """TII's issue counts (issue codes over each product's dates) equal value_counts of IssueId__c over the
+    product's cases created in [start, end] (both included), candidates in value_counts order."""
+    data = OrgData(default_bundle)
+    rng = random.Random(17)
+    per_product = data.cases["_product"].value_counts()
+    products = sorted(per_product.index[per_product >= 5])
+    seen = 0
+    for _ in range(300):
+        product = rng.choice(products)
+        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
+        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
+        params = {"product_id": product, **w.params}
+        c = data.cases[data.cases["_product"] == product]
+        expected = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] <= w.end)]["IssueId__c"].value_counts()
+        got = solve_top_issue(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
+        seen += len(expected) > 1
+    assert seen > 50  # many windows compare several issues: the order is tested

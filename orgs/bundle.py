@@ -233,6 +233,12 @@ def split_rows(header: bytes, rows: list[bytes], limit: int) -> list[list[bytes]
 
 def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
     """The object's columns, in model order, as Salesforce-formatted strings (None = empty)."""
+    check_fields(spec, frame)
+    return pd.DataFrame({f.name: _format_column(f.type, frame[f.name]) for f in spec.fields})
+
+
+def check_fields(spec: ObjectSpec, frame: pd.DataFrame) -> None:
+    """BundleError unless `frame` has every field of `spec` and no column that is neither a field nor latent."""
     missing = [f.name for f in spec.fields if f.name not in frame.columns]
     if missing:
         raise BundleError(
@@ -248,23 +254,22 @@ def format_frame(spec: ObjectSpec, frame: pd.DataFrame) -> pd.DataFrame:
             "Add them to schemas/objects/ or prefix latent columns with `_`.",
             sobject=spec.name,
         )
-    out: dict[str, pd.Series] = {}
-    for f in spec.fields:
-        col = frame[f.name]
-        if f.type == "datetime":
-            out[f.name] = datetime_column(col)
-        elif f.type == "date":
-            out[f.name] = date_column(col)
-        elif f.type == "boolean":
-            out[f.name] = bool_column(col)
-        elif f.type == "currency":
-            out[f.name] = money_column(col)
-        elif f.type in ("double", "int"):
-            out[f.name] = number_column(col)
-        else:
-            s = pd.Series(col, dtype=object)
-            out[f.name] = s.where(s.notna(), None)
-    return pd.DataFrame(out)
+
+
+def _format_column(ftype: str, col: pd.Series) -> pd.Series:
+    """One column of `format_frame`: Salesforce-formatted strings of a field of type `ftype` (None = empty)."""
+    if ftype == "datetime":
+        return datetime_column(col)
+    if ftype == "date":
+        return date_column(col)
+    if ftype == "boolean":
+        return bool_column(col)
+    if ftype == "currency":
+        return money_column(col)
+    if ftype in ("double", "int"):
+        return number_column(col)
+    s = pd.Series(col, dtype=object)
+    return s.where(s.notna(), None)
 
 
 def _to_csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -282,15 +287,83 @@ def _csv_lines(frame: pd.DataFrame) -> list[str]:
 
     writer = csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow([str(c) for c in frame.columns])
-    columns = []
-    for c in frame.columns:
-        col = frame[c]
-        values = col.tolist()
-        if col.dtype == object or str(col.dtype) in ("str", "string"):
-            values = ["" if v is None or (isinstance(v, float) and v != v) else v for v in values]
-        columns.append(values)
-    writer.writerows(zip(*columns, strict=True))
+    writer.writerows(zip(*[_cells(frame[c]) for c in frame.columns], strict=True))
     return lines
+
+
+def _cells(col: pd.Series) -> list[Any]:
+    """A column's values as the csv writer receives them: None and NaN of a text column as ""."""
+    values = col.tolist()
+    if col.dtype == object or str(col.dtype) in ("str", "string"):
+        values = ["" if v is None or (isinstance(v, float) and v != v) else v for v in values]
+    return values
+
+
+# Datetimes the vectorised formatter writes: years 1000-9999 (four digits, as strftime's %Y writes them).
+_FAST_DT_LO = np.datetime64("1000-01-01T00:00:00", "s")
+_FAST_DT_HI = np.datetime64("9999-12-31T23:59:59", "s")
+
+
+def _null_mask(values: np.ndarray) -> np.ndarray:
+    return np.asarray(pd.isna(values), dtype=bool)
+
+
+def _fast_datetimes(col: pd.Series, unit: str) -> list[str] | None:
+    """`col` (naive datetime64) as `datetime_column` (unit "s") or `date_column` (unit "D") writes it, with ""
+    for NaT; None when the column is not plain naive datetime64 within years 1000-9999 (the caller then
+    formats it with schemas/formats.py)."""
+    if not (isinstance(col.dtype, np.dtype) and col.dtype.kind == "M"):
+        return None
+    values = col.to_numpy().astype("datetime64[s]")  # whole seconds, as strftime writes them (floor)
+    nat = np.isnat(values)
+    known = values[~nat]
+    if len(known) and (known.min() < _FAST_DT_LO or known.max() > _FAST_DT_HI):
+        return None
+    if unit == "D":
+        text = np.datetime_as_string(values.astype("datetime64[D]"), unit="D").astype(object)
+    else:
+        text = np.char.add(np.datetime_as_string(values, unit="s"), ".000+0000").astype(object)
+    text[nat] = ""
+    return list(text.tolist())
+
+
+def _csv_cells(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[Any]]:
+    """Per field of `spec`, in model order, the cells `_csv_lines(format_frame(spec, frame))` writes for its
+    rows ("" for null; other values as the csv writer turns them into text): the same bytes, formatted a
+    column at a time with numpy where a column's type allows it."""
+    columns: list[list[Any]] = []
+    for f in spec.fields:
+        col = frame[f.name]
+        values: list[Any] | None = None
+        if f.type in ("datetime", "date"):
+            values = _fast_datetimes(col, "s" if f.type == "datetime" else "D")
+        elif f.type == "boolean":
+            if col.dtype == bool:
+                values = np.where(col.to_numpy(), "true", "false").astype(object).tolist()
+        elif f.type not in ("currency", "double", "int"):  # text: the value itself, "" for null
+            arr = col.to_numpy(dtype=object, copy=True)
+            arr[_null_mask(arr)] = ""
+            values = arr.tolist()
+        if values is None:  # the shared formatters of schemas/formats.py, as format_frame, then nulls as ""
+            values = _cells(_format_column(f.type, col))
+        columns.append(values)
+    return columns
+
+
+def _row_lines(spec: ObjectSpec, frame: pd.DataFrame) -> list[str]:
+    """The CSV text of each row of `frame`: `_csv_lines(format_frame(spec, frame))[1:]`, formatted by
+    `_csv_cells`."""
+    lines: list[str] = []
+
+    class Sink:
+        write = lines.append
+
+    writer = csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerows(zip(*_csv_cells(spec, frame), strict=True))
+    return lines
+
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps(v, separators=(",", ":")), made once
 
 
 def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -302,7 +375,7 @@ def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
         elif latent[c].dtype.kind == "b":
             latent[c] = bool_column(latent[c])
         elif latent[c].dtype == object and len(latent) and isinstance(latent[c].iloc[0], list | dict):
-            latent[c] = [json.dumps(v, separators=(",", ":")) for v in latent[c]]
+            latent[c] = [_COMPACT_JSON.encode(v) for v in latent[c]]
     return latent
 
 
@@ -456,6 +529,22 @@ class _PartWriter:
             self._rows += 1
         self._write(pending)
 
+    def add_block(self, block: bytes, rows: int) -> bool:
+        """Append `block` (`rows` whole rows) to the open part, opening the first one, when all of it fits
+        there, where `add` would place each of its rows; False (nothing written) when it does not fit."""
+        if self._file is not None and self._size + len(block) > self.limit:
+            return False
+        if self._file is None and (self.done or len(self.header) + len(block) > self.limit):
+            return False
+        if not block:
+            return True
+        if self._file is None:
+            self._open()
+        self._write([block])
+        self._size += len(block)
+        self._rows += rows
+        return True
+
     def _write(self, rows: list[bytes]) -> None:
         if rows and self._file is not None:
             data = b"".join(rows)
@@ -602,7 +691,7 @@ class Bundle:
 
         Rows are formatted and written WRITE_ROWS at a time, so the CSV text of the whole object is never in
         memory; the bytes are those of formatting the whole frame at once."""
-        format_frame(spec, frame.iloc[:0])  # refuses missing or unknown fields before anything is written
+        check_fields(spec, frame)  # refuses missing or unknown fields before anything is written
         entry = self._write_data(spec, frame, part_bytes)
         latent_entry = None
         if any(str(c).startswith("_") for c in frame.columns):
@@ -620,19 +709,17 @@ class Bundle:
             for old in folder.iterdir():
                 if PART_RE.fullmatch(old.name) and old.is_file():
                     old.unlink()
-        header = _csv_lines(format_frame(spec, frame.iloc[:0]))[0].encode("utf-8")
+        header = _csv_lines(pd.DataFrame(columns=[f.name for f in spec.fields]))[0].encode("utf-8")
         parts = _PartWriter(self, sobject, header, part_bytes)
         whole = hashlib.sha256(header)
         total = len(header)
         for start in range(0, len(frame), WRITE_ROWS):
-            rows = [
-                line.encode("utf-8")
-                for line in _csv_lines(format_frame(spec, frame.iloc[start : start + WRITE_ROWS]))[1:]
-            ]
-            for row in rows:
-                whole.update(row)
-                total += len(row)
-            parts.add(rows)
+            lines = _row_lines(spec, frame.iloc[start : start + WRITE_ROWS])
+            block = "".join(lines).encode("utf-8")
+            whole.update(block)
+            total += len(block)
+            if not parts.add_block(block, len(lines)):  # the block ends a part: placed row by row
+                parts.add([line.encode("utf-8") for line in lines])
         written = parts.close()
         if total <= part_bytes:  # one part holding everything: the object's single file
             if single.is_symlink():

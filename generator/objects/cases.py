@@ -171,7 +171,7 @@ class CaseGenerator(ObjectGenerator):
                 transfer_times.append([])
                 continue
             fr = np.sort(rng.uniform(0.08, 0.9, k))
-            transfer_times.append([created[i] + _secs(np.array([f * life[i]]))[0] for f in fr])
+            transfer_times.append(list(created[i] + _secs(fr * life[i])))  # elementwise, as one at a time
         open_status = np.where(
             (n_transfers > 0) & (rng.random(n) < 0.5),
             "Escalated",

@@ -59,11 +59,12 @@ class OrderGenerator(ObjectGenerator):
         out_cust: list[int] = []
         out_date: list[Any] = []
         out_seq: list[int] = []
+        joined_at = cust["joined"].to_numpy().astype("datetime64[s]")  # whole seconds (world.py)
         for c in rows:
             k = int(per[c])
             if k == 0:
                 continue
-            joined = cust["joined"].iat[c]
+            joined = joined_at[c]
             ok = month_end > np.datetime64(joined, "s")
             w = ctx.world.customer_months[c, moy] * growth * ok
             chosen = rng.choice(len(months), size=k, p=w / w.sum())
@@ -81,11 +82,11 @@ class OrderGenerator(ObjectGenerator):
         vt = books["ValidTo"].to_numpy().astype("datetime64[s]")
         seasonal = np.flatnonzero(~books["IsStandard"].to_numpy())
         book = np.zeros(n, dtype=int)
-        if len(seasonal):
-            for i, d in enumerate(dates):
-                hit = seasonal[(vf[seasonal] <= d) & (d <= vt[seasonal])]
-                if len(hit):
-                    book[i] = hit[0]
+        if len(seasonal) and n:
+            # per order: the first seasonal book (in frame order) valid on its date, if any
+            valid = (vf[seasonal][None, :] <= dates[:, None]) & (dates[:, None] <= vt[seasonal][None, :])
+            found = valid.any(axis=1)
+            book[found] = seasonal[valid.argmax(axis=1)[found]]
         use_standard = rng.random(n) < ctx.profile.latent["customers"]["standard_pricebook_share"]
         book[use_standard] = 0
         recent = dates > end - np.timedelta64(30, "D")

@@ -2,13 +2,74 @@
 
 from __future__ import annotations
 
+import random
 import re
+from collections import OrderedDict
+from functools import cache
+from itertools import accumulate
 
 import numpy as np
 import pandas as pd
+from faker import Faker
+from faker.providers.address.en_US import Provider as _Address
+from faker.providers.person.en_US import Provider as _Person
 
 from generator.ids import make_id
 from generator.objects.base import BuildContext, ObjectGenerator
+
+
+@cache
+def _weighted(which: str) -> tuple[tuple[str, ...], list[float]]:
+    """The en_US person provider's `first_names` or `last_names` (name -> weight) as names and cumulative
+    weights, summed once in the order random.choices sums them."""
+    names: OrderedDict[str, float] = getattr(_Person, which)
+    return tuple(names.keys()), list(accumulate(names.values()))
+
+
+_TOKEN = re.compile(r"\{\{\s*(\w+)(:\s*\w+?)?\s*\}\}")  # faker.generator's token pattern
+
+
+def numerify(rng: random.Random, text: str) -> str:
+    """Faker's numerify for a text whose only placeholders are `#`: each `#`, left to right, a digit drawn
+    with randint(0, 9) on `rng` (Faker's random_digit)."""
+    return "".join(str(rng.randint(0, 9)) if ch == "#" else ch for ch in text)
+
+
+def street_addresses(fake: Faker, n: int) -> list[str]:
+    """`n` calls of `fake.street_address()` on an en_US Faker, without Faker's dispatch: the same draws on the
+    same Random, in the same order (pattern, then each token left to right: building number, street name
+    [pattern, first or last name, suffix], secondary address), so the same addresses and the same state
+    after (Faker is pinned in pyproject; tests/generator/test_person_names.py holds it to Faker's output)."""
+    rng = fake.random
+    names = {which: _weighted(which) for which in ("first_names", "last_names")}
+
+    def token(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if match.group(2):
+            raise ValueError(f"street_addresses: unexpected argument group in {match.group(0)!r}")
+        if name == "building_number":
+            return numerify(rng, rng.choice(_Address.building_number_formats))
+        if name == "street_name":
+            return _TOKEN.sub(token, rng.choice(_Address.street_name_formats))
+        if name == "secondary_address":
+            return numerify(rng, rng.choice(_Address.secondary_address_formats))
+        if name == "street_suffix":
+            return str(rng.choice(_Address.street_suffixes))
+        if name in ("first_name", "last_name"):
+            population, cum = names[name + "s"]
+            return rng.choices(population, cum_weights=cum, k=1)[0]
+        raise ValueError(f"street_addresses: no rule for the Faker token {name!r}")
+
+    return [_TOKEN.sub(token, rng.choice(_Address.street_address_formats)) for _ in range(n)]
+
+
+def person_names(fake: Faker, which: str, n: int) -> list[str]:
+    """`n` calls of `fake.first_name()` (which="first_names") or `fake.last_name()` (which="last_names") on an
+    en_US Faker, drawn at once: Faker draws each with random.choices(names, weights, k=1), one random() per
+    name, so choices(names, cum_weights, k=n) on the same Random gives the same names and leaves it in the
+    same state, without summing the ~7,000 weights again for every name (Faker is pinned in pyproject)."""
+    names, cum = _weighted(which)
+    return fake.random.choices(names, cum_weights=cum, k=n)
 
 
 def _slug(text: str) -> str:
@@ -40,8 +101,8 @@ class UserGenerator(ObjectGenerator):
         agents = ctx.world.agents
         n = len(agents)
         fake = ctx.faker("User", b)
-        first = [fake.first_name() for _ in range(n)]
-        last = [fake.last_name() for _ in range(n)]
+        first = person_names(fake, "first_names", n)
+        last = person_names(fake, "last_names", n)
         domain = ctx.profile.company.domain
         local = _unique(
             [f"{_slug(f)}.{_slug(s)}" for f, s in zip(first, last, strict=True)],
@@ -94,8 +155,8 @@ class AccountGenerator(ObjectGenerator):
         cust = ctx.world.customers.iloc[rows.start : rows.stop]
         n = len(cust)
         fake = ctx.faker("Account", b)
-        first = [fake.first_name() for _ in range(n)]
-        last = [fake.last_name() for _ in range(n)]
+        first = person_names(fake, "first_names", n)
+        last = person_names(fake, "last_names", n)
         domains = [
             "gmail.com",
             "yahoo.com",
@@ -124,9 +185,9 @@ class AccountGenerator(ObjectGenerator):
                 "FirstName": first,
                 "LastName": last,
                 "PersonEmail": emails,
-                "Phone": [fake.numerify("(###) ###-####") for _ in range(n)],
+                "Phone": [numerify(fake.random, "(###) ###-####") for _ in range(n)],
                 "RecordTypeId": make_id(ctx.model.key_prefix("RecordType"), 0),
-                "ShippingStreet": [fake.street_address() for _ in range(n)],
+                "ShippingStreet": street_addresses(fake, n),
                 "ShippingCity": cust["city"].tolist(),
                 "ShippingState": states,
                 "ShippingPostalCode": [fake.zipcode_in_state(s) if s else fake.zipcode() for s in states],

@@ -11,6 +11,9 @@ import random
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from generator.tasks.common import (
     Instance,
     OrgData,
@@ -30,13 +33,30 @@ BRI_POLICY = """## Region Closure Policy
 
 def solve_best_region(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    c = data.created_between("cases", w.start, w.end, end_included=False)
-    sel = c[(c["Status"] == "Closed") & c["_state"].notna()]
-    if sel.empty:
+    seconds, state, closed, states = _closure_codes(data)
+    c = data.created_positions("cases", w.start, w.end, end_included=False)
+    sel = c[closed[c] & (state[c] >= 0)]
+    if not len(sel):
         return Solution(None, {})
-    seconds = (sel["ClosedDate"] - sel["CreatedDate"]).dt.total_seconds()
-    avg = seconds.groupby(sel["_state"]).mean().round(3)
-    return pick_extreme({str(k): float(v) for k, v in avg.items()}, "min")
+    # grouped by the states' codes (numbered in state order, so the groups come in state order): the same
+    # rows, summed in the same order, as grouping the window's cases by _state
+    avg = pd.Series(seconds[sel]).groupby(state[sel]).mean().round(3)
+    return pick_extreme({states[k]: float(v) for k, v in avg.items()}, "min")
+
+
+def _closure_codes(data: OrgData) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Per Case row: ClosedDate − CreatedDate in seconds, its state's code (-1: none) and Status == Closed;
+    and the states, their codes numbering them in sorted order. Made once."""
+    if "closure_codes" not in data.cache:
+        c = data.cases
+        state, states = pd.factorize(c["_state"], sort=True)
+        data.cache["closure_codes"] = (
+            (c["ClosedDate"] - c["CreatedDate"]).dt.total_seconds().to_numpy(dtype="float64"),
+            np.asarray(state),
+            (c["Status"] == "Closed").to_numpy(dtype=bool),
+            [str(x) for x in states],
+        )
+    return data.cache["closure_codes"]
 
 
 def sampler_best_region(data: OrgData) -> Any:

@@ -105,9 +105,12 @@ async def draft_new_cases(
     requests, drafts = [], []
     order = list(issues)
     rng.shuffle(order)
+    pools: dict[str, list[str]] = {}  # issue -> the products of its closed cases, sorted (issues recur)
     for k in range(n):
         issue = order[k % len(order)]
-        pool = sorted(set(closed.loc[closed["IssueId__c"] == issue, "_product"]))
+        if issue not in pools:
+            pools[issue] = sorted(set(closed.loc[closed["IssueId__c"] == issue, "_product"]))
+        pool = pools[issue]
         product = rng.choice(pool) if pool else rng.choice(sorted(names))
         key = f"ncr-{k}"
         when = data.span_end.date() + timedelta(days=rng.randint(1, 60))

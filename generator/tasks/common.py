@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,9 @@ class Window:
     phrase: str  # how the query names it ("in Q3 2022", "over the past 3 months")
 
 
+# Windows are pure functions of their arguments and thousands of draws ask for the same few hundred, so they
+# are made once each (the Window is shared: callers copy its params, never change them).
+@lru_cache(maxsize=65536)
 def relative_window(today: date, period: str, count: int) -> Window:
     end = datetime(today.year, today.month, today.day)
     delta = {
@@ -100,6 +103,7 @@ def relative_window(today: date, period: str, count: int) -> Window:
     return Window(start, end, {"end_date": iso(end), "period": unit, "interval_count": units}, phrase)
 
 
+@lru_cache(maxsize=4096)
 def named_window(name: str, year: int) -> Window:
     if name in MONTHS:
         m = MONTHS.index(name) + 1
@@ -123,8 +127,13 @@ def named_window(name: str, year: int) -> Window:
 def window_from_params(params: dict[str, Any]) -> Window:
     if "period_name" in params:
         return named_window(params["period_name"], int(params["year"]))
-    today = datetime.strptime(params["end_date"], "%Y-%m-%dT%H:%M:%SZ").date()
-    return relative_window(today, params["period"], int(params["interval_count"]))
+    return relative_window(_day(params["end_date"]), params["period"], int(params["interval_count"]))
+
+
+@lru_cache(maxsize=65536)
+def _day(stamp: str) -> date:
+    """The date of a `YYYY-MM-DDTHH:MM:SSZ` param."""
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").date()
 
 
 def asked_from(params: dict[str, Any]) -> date | None:
@@ -133,7 +142,7 @@ def asked_from(params: dict[str, Any]) -> date | None:
     if "period_name" in params or "end_date" in params:
         return window_from_params(params).start.date()
     if {"today_date", "period", "interval_count"} <= params.keys():
-        today = datetime.strptime(params["today_date"], "%Y-%m-%dT%H:%M:%SZ").date()
+        today = _day(params["today_date"])
         unit = {"day": "days", "week": "weeks", "month": "months"}.get(str(params["period"]))
         if unit is not None:
             return today - relativedelta(**{unit: int(params["interval_count"])})
@@ -481,12 +490,14 @@ class AssignmentCodes:
         pd.DataFrame
     )  # the Case columns HTU reads (a narrow frame: a window's rows are cheap to take)
     old_values: pd.Series  # OldValue__c of the assignment rows, the one column TCU reads
+    agent_ids: list[str]  # per agent code: the agent's Id; the codes number the Ids in sorted order
+    minutes: np.ndarray  # per Case row: ClosedDate − CreatedDate in minutes (NaN when either is empty)
 
 
 def assignment_codes(data: OrgData) -> AssignmentCodes:
     if "assignment_codes" not in data.cache:
         rows, cases = data.assignments, data.cases
-        new_owner, agents = pd.factorize(rows["NewValue__c"])
+        new_owner, agents = pd.factorize(rows["NewValue__c"], sort=True)
         case, case_ids = pd.factorize(rows["CaseId__c"])
         agent_index, case_index = pd.Index(agents), pd.Index(case_ids)
         data.cache["assignment_codes"] = AssignmentCodes(
@@ -500,6 +511,10 @@ def assignment_codes(data: OrgData) -> AssignmentCodes:
             closed=(cases["Status"] == "Closed").to_numpy(dtype=bool),
             handle_columns=cases[["OwnerId", "CreatedDate", "ClosedDate"]],
             old_values=rows["OldValue__c"],
+            agent_ids=[str(a) for a in agents],
+            minutes=((cases["ClosedDate"] - cases["CreatedDate"]).dt.total_seconds() / 60.0).to_numpy(
+                dtype="float64"
+            ),
         )
     return data.cache["assignment_codes"]
 
@@ -523,6 +538,11 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     """The cases HTU averages (handle_time.py), in frame order: created in [start, end), Closed, owned by a
     qualified agent, with exactly one Owner Assignment row in [start, end]. The same rows as the masks over
     the frames, by counting codes; only the columns HTU reads (OwnerId, CreatedDate, ClosedDate)."""
+    return assignment_codes(data).handle_columns.iloc[handle_time_positions(data, w, n_cases)]
+
+
+def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
+    """The positions (in Case frame order) of the rows `handle_time_cases` returns."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
     qualified = qualified_mask(codes, rows, n_cases)
@@ -531,7 +551,21 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
     keep = (
         _member(codes.owner_of_case[c], qualified) & _member(codes.case_of_case[c], single) & codes.closed[c]
     )
-    return codes.handle_columns.iloc[c[keep]]
+    return c[keep]
+
+
+def transfer_counts(data: OrgData, w: Window, n_cases: int) -> dict[str, float]:
+    """TCU's count of moves per previous owner, as `transfers_from(...).value_counts()` orders them (count
+    descending, ties in order of first appearance), counted on the agent codes."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    qualified = qualified_mask(codes, rows, n_cases)
+    moved = codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
+    if not len(moved):
+        return {}
+    agents, first, counts = np.unique(moved, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return {codes.agent_ids[agents[k]]: float(counts[k]) for k in order}
 
 
 def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:

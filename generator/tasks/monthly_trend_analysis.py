@@ -15,6 +15,8 @@ import random
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+
 from generator.tasks.common import (
     MONTHS,
     Instance,
@@ -38,12 +40,28 @@ MTA_POLICY = """## Monthly Trend Policy
 
 def solve_monthly_trend(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    cases = product_cases(data).get(params["product_id"])
-    if cases is None:
+    created = product_created(data).get(params["product_id"])
+    if created is None:
         return Solution(None, {})
-    sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] < w.end)]
-    counts = sel["CreatedDate"].dt.month.map(lambda m: MONTHS[m - 1]).value_counts()
-    return pick_extreme({str(k): float(v) for k, v in counts.items()}, "max")
+    stamps, months = created
+    inside = months[(stamps >= np.datetime64(w.start, "ns")) & (stamps < np.datetime64(w.end, "ns"))]
+    if not len(inside):
+        return Solution(None, {})
+    # cases per month name, ordered as value_counts orders them: most first, ties in order of first appearance
+    month, first, counts = np.unique(inside, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return pick_extreme({MONTHS[month[k] - 1]: float(counts[k]) for k in order}, "max")
+
+
+def product_created(data: OrgData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Product Id -> its cases' CreatedDate (datetime64[ns]) and month number (1-12), in frame order."""
+    if "product_created" not in data.cache:
+        out = {}
+        for product, cases in product_cases(data).items():
+            stamps = cases["CreatedDate"].to_numpy(dtype="datetime64[ns]")
+            out[product] = (stamps, stamps.astype("datetime64[M]").astype(np.int64) % 12 + 1)
+        data.cache["product_created"] = out
+    return data.cache["product_created"]
 
 
 # A product is asked about when it has at least 4 cases and the winning month at least 2 of them. An org with

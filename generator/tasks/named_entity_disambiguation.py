@@ -52,7 +52,14 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
             "product": items["Product2Id"].to_numpy(),
         }
     )
-    by_account = {k: v for k, v in bought.groupby("account")}
+    # account -> its activated purchases as (date, product), in frame order (as groupby("account") groups them)
+    by_account: dict[Any, list[tuple[Any, Any]]] = {}
+    known = bought["account"].notna().tolist()  # groupby drops the rows without an account
+    for ok, a, d, prod in zip(
+        known, bought["account"].tolist(), bought["date"].tolist(), bought["product"].tolist(), strict=True
+    ):
+        if ok:
+            by_account.setdefault(a, []).append((d, prod))
     every = data.orders.set_index("Id")
     ever = pd.DataFrame(
         {
@@ -60,7 +67,12 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
             "product": data.items["Product2Id"].to_numpy(),
         }
     )
-    ever_by_account = {k: sorted(set(v["product"])) for k, v in ever.groupby("account")}
+    ever_sets: dict[Any, set[Any]] = {}
+    known = ever["account"].notna().tolist()
+    for ok, a, prod in zip(known, ever["account"].tolist(), ever["product"].tolist(), strict=True):
+        if ok:
+            ever_sets.setdefault(a, set()).add(prod)
+    ever_by_account = {k: sorted(v) for k, v in ever_sets.items()}
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
@@ -92,7 +104,7 @@ def solve_named_entity(data: OrgData, params: dict[str, Any]) -> Solution:
     rows = ix["by_account"].get(account)
     if rows is None:
         return Solution(None, [])
-    hit = sorted(set(rows.loc[(rows["date"] == day) & rows["product"].isin(matches), "product"]))
+    hit = sorted({prod for when, prod in rows if when == day and prod in matches})
     if not hit:
         return Solution(None, [])
     return Solution(hit[0], hit, None, tie=len(hit) > 1, tied=hit if len(hit) > 1 else [])

@@ -14,6 +14,9 @@ import random
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from generator.tasks.common import (
     MONTHS,
     Instance,
@@ -40,12 +43,34 @@ TII_POLICY = """## Top Issue Policy
 
 def solve_top_issue(data: OrgData, params: dict[str, Any]) -> Solution:
     w = window_from_params(params)
-    cases = product_cases(data).get(params["product_id"])
-    if cases is None:
+    found = _product_issues(data).get(params["product_id"])
+    if found is None:
         return Solution(None, {})
-    sel = cases[(cases["CreatedDate"] >= w.start) & (cases["CreatedDate"] <= w.end)]
-    counts = sel["IssueId__c"].value_counts()
-    return pick_extreme({str(k): float(v) for k, v in counts.items()}, "max")
+    stamps, issue, issues = found
+    inside = issue[(stamps >= np.datetime64(w.start, "ns")) & (stamps <= np.datetime64(w.end, "ns"))]
+    inside = inside[inside >= 0]  # a case without an issue counts for none
+    if not len(inside):
+        return Solution(None, {})
+    # cases per issue, ordered as value_counts orders them: most first, ties in order of first appearance
+    codes, first, counts = np.unique(inside, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return pick_extreme({issues[codes[k]]: float(counts[k]) for k in order}, "max")
+
+
+def _product_issues(data: OrgData) -> dict[str, tuple[np.ndarray, np.ndarray, list[str]]]:
+    """Product Id -> its cases' CreatedDate (datetime64[ns]) and IssueId__c as codes (-1: none), in frame
+    order, and the issue Ids the codes number. Made once."""
+    if "product_issues" not in data.cache:
+        out = {}
+        for product, cases in product_cases(data).items():
+            codes, issues = pd.factorize(cases["IssueId__c"])
+            out[product] = (
+                cases["CreatedDate"].to_numpy(dtype="datetime64[ns]"),
+                np.asarray(codes),
+                [str(x) for x in issues],
+            )
+        data.cache["product_issues"] = out
+    return data.cache["product_issues"]
 
 
 def sampler_top_issue(data: OrgData) -> Any:

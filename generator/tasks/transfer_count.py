@@ -26,7 +26,7 @@ from generator.tasks.common import (
     pick_extreme,
     random_window,
     today_line,
-    transfers_from,
+    transfer_counts,
     window_from_params,
 )
 
@@ -42,9 +42,8 @@ TCU_POLICY = """## Transfer Count Policy
 
 
 def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
-    moves = transfers_from(data, window_from_params(params), int(params["n_cases"]))
-    counts = moves.value_counts()
-    return pick_extreme({str(k): float(v) for k, v in counts.items()}, str(params["extrema"]))
+    counts = transfer_counts(data, window_from_params(params), int(params["n_cases"]))
+    return pick_extreme(counts, str(params["extrema"]))
 
 
 def _tcu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:

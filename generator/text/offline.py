@@ -15,6 +15,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from generator.rng import derive_seed
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from schemas.profile import Profile
 
 
+@lru_cache(maxsize=8192)
 def human_date(iso: str) -> str:
     d = date.fromisoformat(iso[:10])
     return f"{d.strftime('%B')} {d.day}, {d.year}"
@@ -61,6 +63,15 @@ def weight_text(grams: int) -> str:
     return f"{kg} kg"
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+@lru_cache(maxsize=65536)
+def _word_set(text: str) -> frozenset[str]:
+    """The lower-cased words of `text` (product names recur across mentions: each is split once)."""
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
 def _title(key: str) -> str:
     return key.replace("_", " ").title()
 
@@ -91,12 +102,15 @@ class OfflineWriter(TextWriter):
     def _write(self, kind: TextKind, requests: Sequence[TextRequest]) -> list[dict[str, Any]]:
         render = _RENDERERS[kind]
         out = []
+        rng = random.Random()  # this call's own (calls may run in threads), re-seeded for every request
         for req in requests:
             attempt = int(req.facts.get("attempt", 0) or 0)
             parts: tuple[object, ...] = (
                 (kind.value, req.key) if not attempt else (kind.value, req.key, attempt)
             )
-            rng = random.Random(derive_seed(self.seed, "text", *parts))
+            # the state of random.Random(seed), without making a new generator per request; no renderer
+            # keeps the generator after it returns
+            rng.seed(derive_seed(self.seed, "text", *parts))
             out.append(render(self, rng, req.facts))
         return out
 
@@ -742,10 +756,10 @@ class OfflineWriter(TextWriter):
         purchases (`others`): the last words of its noun, its noun, or its whole name, whichever is first."""
         noun, name = str(f["noun"]), str(f.get("name") or f["noun"])
         words = noun.split()
-        others = [{w.lower() for w in re.findall(r"[A-Za-z0-9]+", str(o))} for o in f.get("others", [])]
+        others = [_word_set(str(o)) for o in f.get("others", [])]
         term = name
         for candidate in [" ".join(words[-2:]), noun, name]:
-            toks = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", candidate)}
+            toks = _word_set(candidate)
             if toks and not any(toks <= other for other in others):
                 term = candidate
                 break

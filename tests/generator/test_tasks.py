@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,20 @@ import pandas as pd
 import pytest
 
 from generator.tasks import build_tasks, solve
-from generator.tasks.common import OrgData, TaskBuildError
-from schemas.taskspec import CRMARENA_TASKS
+from generator.tasks.best_region_identification import solve_best_region
+from generator.tasks.common import (
+    OrgData,
+    TaskBuildError,
+    agent_task_params,
+    random_window,
+    relative_window,
+    window_from_params,
+)
+from generator.tasks.handle_time import solve_handle_time
+from generator.tasks.monthly_trend_analysis import solve_monthly_trend
+from generator.tasks.top_issue_identification import solve_top_issue
+from generator.tasks.transfer_count import solve_transfer_count
+from schemas.taskspec import CRMARENA_TASKS, MONTHS
 from tests.conftest import copy_bundle
 from tests.flows.test_cli import orgseed
 from tests.task_fixtures import FixtureCase, load_cases, materialize
@@ -207,3 +221,119 @@ def test_the_crmarena_profile_at_scale_0_05_builds_with_default_flags(tmp_path: 
     assert check_tasks(out) == []  # tie-free, every answer re-derived
     res = orgseed("tasks", str(out), "--per-task", "130")
     assert res.returncode != 0 and "--per-task" in res.stderr
+
+
+def _htu_by_masks(data: OrgData, params: dict[str, Any]) -> dict[str, float]:
+    """HTU's averages straight from the policy (handle_time.py's docstring), with boolean masks over the whole
+    frames: assignments in [start, end], qualified agents, cases created in [start, end) that are Closed,
+    owned by a qualified agent and assigned exactly once in the window; the mean minutes per OwnerId."""
+    w = window_from_params(params)
+    a = data.assignments
+    a = a[(a["CreatedDate"] >= w.start) & (a["CreatedDate"] <= w.end)]
+    handled = a["NewValue__c"].value_counts()
+    qualified = set(handled[handled > int(params["n_cases"])].index)
+    once = a["CaseId__c"].value_counts()
+    once = set(once[once == 1].index)
+    c = data.cases
+    c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end) & (c["Status"] == "Closed")]
+    c = c[c["OwnerId"].isin(qualified) & c["Id"].isin(once)]
+    minutes = (c["ClosedDate"] - c["CreatedDate"]).dt.total_seconds() / 60.0
+    return {str(k): float(v) for k, v in minutes.groupby(c["OwnerId"]).mean().round(6).items()}
+
+
+def _tcu_by_masks(data: OrgData, params: dict[str, Any]) -> dict[str, float]:
+    """TCU's transfer counts straight from the policy (transfer_count.py): Owner Assignment rows in [start,
+    end] whose previous owner is a qualified agent, counted per previous owner (most first, ties in order of
+    first appearance, as Series.value_counts orders them)."""
+    w = window_from_params(params)
+    a = data.assignments
+    a = a[(a["CreatedDate"] >= w.start) & (a["CreatedDate"] <= w.end)]
+    handled = a["NewValue__c"].value_counts()
+    qualified = set(handled[handled > int(params["n_cases"])].index)
+    moves = a.loc[a["OldValue__c"].isin(qualified), "OldValue__c"]
+    return {str(k): float(v) for k, v in moves.value_counts().items()}
+
+
+def test_agent_task_solvers_match_the_policy_by_masks(default_bundle: Path) -> None:
+    """The HTU and TCU solvers (integer codes, binary search on sorted dates) give exactly the candidates,
+    values and candidate order of the plain derivation by masks, over many windows of the default org."""
+    data = OrgData(default_bundle)
+    rng = random.Random(7)
+    seen = 0
+    for _ in range(300):
+        today, w = random_window(data, rng)
+        params = agent_task_params(today, w, rng.choice([0, 1, 2, 3, 5]), rng.choice(["min", "max"]))
+        htu = solve_handle_time(data, params)
+        tcu = solve_transfer_count(data, params)
+        expected_htu, expected_tcu = _htu_by_masks(data, params), _tcu_by_masks(data, params)
+        assert isinstance(htu.candidates, dict) and isinstance(tcu.candidates, dict)
+        assert list(htu.candidates.items()) == list(expected_htu.items()), params
+        assert list(tcu.candidates.items()) == list(expected_tcu.items()), params
+        seen += bool(expected_htu) + bool(expected_tcu)
+    assert seen > 300  # most windows have candidates: the comparison is not vacuous
+
+
+def test_monthly_trend_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """MTA's month counts (numpy over each product's dates) equal counting the product's cases created in
+    [start, end) by month name with pandas, candidates in value_counts order, over many windows."""
+    data = OrgData(default_bundle)
+    rng = random.Random(11)
+    per_product = data.cases["_product"].value_counts()
+    products = sorted(per_product.index[per_product >= 5])  # enough cases for several months to compete
+    seen = 0
+    for _ in range(300):
+        product = rng.choice(products)
+        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
+        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
+        params = {"product_id": product, **w.params}
+        c = data.cases[data.cases["_product"] == product]
+        c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end)]
+        expected = c["CreatedDate"].dt.month.map(lambda m: MONTHS[m - 1]).value_counts()
+        got = solve_monthly_trend(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
+        seen += len(expected) > 1
+    assert seen > 50  # many windows compare several months: the order is tested
+
+
+def test_best_region_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """BRI's averages (state codes over the window's positions) equal the pandas derivation by masks: Closed
+    cases created in [start, end) with a state, mean closure seconds per state rounded to 3 places."""
+    data = OrgData(default_bundle)
+    rng = random.Random(13)
+    seen = 0
+    for _ in range(200):
+        today, w = random_window(data, rng)
+        params = {"today_date": f"{today.isoformat()}T00:00:00Z", **w.params}
+        c = data.cases
+        c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end)]
+        c = c[(c["Status"] == "Closed") & c["_state"].notna()]
+        seconds = (c["ClosedDate"] - c["CreatedDate"]).dt.total_seconds()
+        expected = {str(k): float(v) for k, v in seconds.groupby(c["_state"]).mean().round(3).items()}
+        got = solve_best_region(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == list(expected.items()), params
+        seen += len(expected) > 1
+    assert seen > 100
+
+
+def test_top_issue_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
+    """TII's issue counts (issue codes over each product's dates) equal value_counts of IssueId__c over the
+    product's cases created in [start, end] (both included), candidates in value_counts order."""
+    data = OrgData(default_bundle)
+    rng = random.Random(17)
+    per_product = data.cases["_product"].value_counts()
+    products = sorted(per_product.index[per_product >= 5])
+    seen = 0
+    for _ in range(300):
+        product = rng.choice(products)
+        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
+        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
+        params = {"product_id": product, **w.params}
+        c = data.cases[data.cases["_product"] == product]
+        expected = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] <= w.end)]["IssueId__c"].value_counts()
+        got = solve_top_issue(data, params).candidates
+        assert isinstance(got, dict)
+        assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
+        seen += len(expected) > 1
+    assert seen > 50  # many windows compare several issues: the order is tested

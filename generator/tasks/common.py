@@ -217,6 +217,8 @@ READ_COLUMNS: dict[str, tuple[str, ...]] = {
     "LiveChatTranscript": ("Id", "CaseId", "OwnerId", "Body", "StartTime"),
 }
 
+READ_ROWS = 16_384  # rows of a large object read and typed at a time
+
 
 class OrgData:
     """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
@@ -257,10 +259,17 @@ class OrgData:
         if key not in self.cache:
             spec = self.model.get(name)
             if name in READ_COLUMNS:
-                raw = self.bundle.read_columns(name, READ_COLUMNS[name])
+                # typed a block at a time: the untyped strings of a whole large object and their typed copy
+                # are never held side by side (their high-water mark stayed in the process after the read)
+                parts = [
+                    type_frame(spec, part)
+                    for part in self.bundle.iter_columns(name, READ_COLUMNS[name], rows=READ_ROWS)
+                ]
+                if not parts:
+                    parts = [type_frame(spec, self.bundle.read_columns(name, READ_COLUMNS[name]))]
+                self.cache[key] = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
             else:
-                raw = self.bundle.read_raw(name, spec)
-            self.cache[key] = type_frame(spec, raw)
+                self.cache[key] = type_frame(spec, self.bundle.read_raw(name, spec))
         return self.cache[key]
 
     @cached_property

@@ -207,3 +207,20 @@ def test_the_crmarena_profile_at_scale_0_05_builds_with_default_flags(tmp_path: 
     assert check_tasks(out) == []  # tie-free, every answer re-derived
     res = orgseed("tasks", str(out), "--per-task", "130")
     assert res.returncode != 0 and "--per-task" in res.stderr
+
+
+def test_large_objects_read_in_blocks_equal_the_whole_read(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OrgData types a large object a block at a time; with blocks of 97 rows (many blocks, the last one
+    partial) every frame equals the whole object read and typed at once: same values, dtypes and index."""
+    from generator.tasks import common
+    from orgs.bundle import type_frame
+
+    monkeypatch.setattr(common, "READ_ROWS", 97)
+    data = OrgData(default_bundle)
+    for name, columns in common.READ_COLUMNS.items():
+        spec = data.model.get(name)
+        whole = type_frame(spec, data.bundle.read_columns(name, columns))
+        assert len(whole) > 2 * 97, name  # the property needs several blocks
+        pd.testing.assert_frame_equal(data.frame(name), whole, check_exact=True)

@@ -224,3 +224,12 @@ def test_large_objects_read_in_blocks_equal_the_whole_read(
         whole = type_frame(spec, data.bundle.read_columns(name, columns))
         assert len(whole) > 2 * 97, name  # the property needs several blocks
         pd.testing.assert_frame_equal(data.frame(name), whole, check_exact=True)
+    # the agent's emails: the outgoing rows of the whole object, in record order, read block by block
+    emails = data.emails
+    outgoing = emails[~emails["Incoming"].astype(bool)]
+    assert 0 < len(outgoing) < len(emails)
+    pd.testing.assert_frame_equal(
+        data.agent_emails,
+        outgoing[["ParentId", "TextBody", "Incoming", "MessageDate"]].reset_index(drop=True),
+        check_exact=True,
+    )

@@ -8,6 +8,7 @@ in-process (`--no-prefect`), Prefect's thread pool (default) or a Dask cluster (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
@@ -47,7 +48,7 @@ from orgs.bundle import (
     sha256_file,
 )
 from schemas.errors import DataFindings, UsageError
-from schemas.gcpause import release_freed_memory
+from schemas.gcpause import heap_frozen, release_freed_memory
 from schemas.model import OrgModel, load_model
 from schemas.profile import Profile, load_profile
 from validators.fidelity_report import FIDELITY_JSON, fidelity_figures
@@ -687,6 +688,7 @@ async def build_bundle(
     steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
     task_info: dict[str, Any] | None = None
     generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
+    held = contextlib.ExitStack()
     try:
         if "generate" not in stages:
             result: GenerationResult = await generate(
@@ -697,6 +699,8 @@ async def build_bundle(
             files.update(await stage("world", write_world, bundle, result.ctx.world))
             clear_work(root)
             release_freed_memory()  # generation's tables are gone; the stages after it start from what is live
+            # what is live now (modules, model, caches) stays out of the collector's walks from here on
+            held.enter_context(heap_frozen())
             steps.update({f"generate.{k}": round(v, 4) for k, v in result.timings.items()})
             manifest.update(
                 objects={name: objects[name] for name in model.names},
@@ -746,6 +750,7 @@ async def build_bundle(
             if validating is not None:
                 validated(await validating)
     finally:
+        held.close()
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
         # cache and report usage, also when the build failed (the report lists why).
         await rc.aclose()

@@ -1036,11 +1036,18 @@ class Bundle:
                 self.read_raw(sobject)  # raises the BundleError naming the file and line
                 raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
 
-    def read_latent(self, name: str) -> pd.DataFrame:
+    def read_latent(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """latent/<name>.csv as strings, None for empty; with `columns`, only those the header has."""
         path = self.root / "latent" / f"{name}.csv"
         if not path.exists():
             raise BundleError(f"{path} is missing.", file=str(path))
-        return pd.read_csv(path, dtype=str, keep_default_na=False).replace("", None)
+        usecols = None
+        if columns is not None:
+            with path.open(encoding="utf-8", newline="") as fh:
+                header = next(csv.reader(fh), [])
+            usecols = [c for c in columns if c in header]
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, usecols=usecols)
+        return (frame if usecols is None else frame[usecols]).replace("", None)
 
 
 def type_frame(spec: ObjectSpec, raw: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,3 +52,28 @@ def _malloc_trim() -> Any:
         except (OSError, AttributeError):
             _TRIM.append(None)
     return _TRIM[0]
+
+
+_FROZEN_DEPTH = [0]
+_FROZEN_LOCK = threading.Lock()
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """What the process holds on entry is moved out of the cyclic collector's reach (`gc.freeze`) until the
+    outermost block ends (`gc.unfreeze`): a stage that follows generation (the task builders, the answer
+    checks) then sets off collections that walk only what it made, not the modules, the model and every
+    cache made before it. Frozen objects are still freed by reference counting; one that ends up in a
+    reference cycle is collected after the block (unfreeze hands everything back to the oldest generation),
+    so nothing is leaked by a process that runs many builds. Call it after `release_freed_memory`, so the
+    garbage of the step before is not frozen with the rest."""
+    with _FROZEN_LOCK:
+        _FROZEN_DEPTH[0] += 1
+        gc.freeze()
+    try:
+        yield
+    finally:
+        with _FROZEN_LOCK:
+            _FROZEN_DEPTH[0] -= 1
+            if _FROZEN_DEPTH[0] == 0:
+                gc.unfreeze()

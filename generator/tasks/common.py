@@ -226,6 +226,9 @@ READ_COLUMNS: dict[str, tuple[str, ...]] = {
     "LiveChatTranscript": ("Id", "CaseId", "OwnerId", "Body", "StartTime"),
 }
 
+LATENT_CASE_COLUMNS = ("Id", "_violation", "_offer_channel")  # latent/Case.csv: what the task samplers read
+READ_ROWS = 16_384  # rows of a large object read and typed at a time
+
 
 class OrgData:
     """The bundle's records as typed frames (read on first use), with the joins every builder needs."""
@@ -266,11 +269,30 @@ class OrgData:
         if key not in self.cache:
             spec = self.model.get(name)
             if name in READ_COLUMNS:
-                raw = self.bundle.read_columns(name, READ_COLUMNS[name])
+                self.cache[key] = self.read_typed(name, READ_COLUMNS[name])
             else:
-                raw = self.bundle.read_raw(name, spec)
-            self.cache[key] = type_frame(spec, raw)
+                self.cache[key] = type_frame(spec, self.bundle.read_raw(name, spec))
         return self.cache[key]
+
+    def read_typed(
+        self,
+        name: str,
+        columns: tuple[str, ...],
+        keep: Callable[[pd.DataFrame], pd.Series] | None = None,
+    ) -> pd.DataFrame:
+        """`columns` of `name`, typed, in record order; with `keep`, only the rows it marks (a boolean Series
+        over a typed block). Read and typed a block of READ_ROWS at a time: the untyped strings of a whole
+        large object and their typed copy are never held side by side (that high-water mark stayed in the
+        process after the read), and rows `keep` drops are never held at all."""
+        spec = self.model.get(name)
+        parts = []
+        for raw in self.bundle.iter_columns(name, columns, rows=READ_ROWS):
+            part = type_frame(spec, raw)
+            parts.append(part if keep is None else part[keep(part)])
+        if not parts:
+            part = type_frame(spec, self.bundle.read_columns(name, columns))
+            parts = [part if keep is None else part[keep(part)]]
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
     @cached_property
     def cases(self) -> pd.DataFrame:
@@ -304,8 +326,19 @@ class OrgData:
     issues = cached_property(lambda self: self.frame("Issue__c"))
     knowledge = cached_property(lambda self: self.frame("Knowledge__kav"))
     emails = cached_property(lambda self: self.frame("EmailMessage"))
+    # the agent's (outgoing) emails only, without their Id: what PVI reads of EmailMessage (customers' emails
+    # are a third of the object's rows and text)
+    agent_emails = cached_property(
+        lambda self: self.read_typed(
+            "EmailMessage",
+            ("ParentId", "TextBody", "Incoming", "MessageDate"),
+            keep=lambda part: ~part["Incoming"].astype(bool),
+        )
+    )
     chats = cached_property(lambda self: self.frame("LiveChatTranscript"))
-    latent_cases = cached_property(lambda self: self.bundle.read_latent("Case").set_index("Id"))
+    latent_cases = cached_property(  # only what the samplers read (the whole table is ~25 columns)
+        lambda self: self.bundle.read_latent("Case", LATENT_CASE_COLUMNS).set_index("Id")
+    )
     latent_knowledge = cached_property(lambda self: self.bundle.read_latent("Knowledge__kav").set_index("Id"))
     latent_issues = cached_property(lambda self: self.bundle.read_latent("Issue__c").set_index("Id"))
 

@@ -40,8 +40,7 @@ def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
             for line in str(chat.Body).splitlines()
             if line.startswith(who)
         ]
-    mail = data.rows_with("emails", "ParentId", params["case_id"])
-    mail = mail[~mail["Incoming"].astype(bool)]
+    mail = data.rows_with("agent_emails", "ParentId", params["case_id"])  # outgoing only
     turns += [(str(t), m.date()) for t, m in zip(mail["TextBody"], mail["MessageDate"], strict=True)]
     broken: dict[str, Any] = {}
     for text, when in turns:

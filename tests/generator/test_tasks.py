@@ -337,3 +337,29 @@ def test_top_issue_solver_matches_the_policy_by_masks(default_bundle: Path) -> N
         assert list(got.items()) == [(str(k), float(v)) for k, v in expected.items()], params
         seen += len(expected) > 1
     assert seen > 50  # many windows compare several issues: the order is tested
+
+
+def test_large_objects_read_in_blocks_equal_the_whole_read(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OrgData types a large object a block at a time; with blocks of 97 rows (many blocks, the last one
+    partial) every frame equals the whole object read and typed at once: same values, dtypes and index."""
+    from generator.tasks import common
+    from orgs.bundle import type_frame
+
+    monkeypatch.setattr(common, "READ_ROWS", 97)
+    data = OrgData(default_bundle)
+    for name, columns in common.READ_COLUMNS.items():
+        spec = data.model.get(name)
+        whole = type_frame(spec, data.bundle.read_columns(name, columns))
+        assert len(whole) > 2 * 97, name  # the property needs several blocks
+        pd.testing.assert_frame_equal(data.frame(name), whole, check_exact=True)
+    # the agent's emails: the outgoing rows of the whole object, in record order, read block by block
+    emails = data.emails
+    outgoing = emails[~emails["Incoming"].astype(bool)]
+    assert 0 < len(outgoing) < len(emails)
+    pd.testing.assert_frame_equal(
+        data.agent_emails,
+        outgoing[["ParentId", "TextBody", "Incoming", "MessageDate"]].reset_index(drop=True),
+        check_exact=True,
+    )

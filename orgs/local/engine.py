@@ -35,7 +35,7 @@ from orgs.local.soql.filters import ID_RE, to18
 from orgs.local.soql.plan import ChildOut, FieldOut, RecordShape
 from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
 from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
-from orgs.local.store import MMAP_BYTES, Store
+from orgs.local.store import CACHE_KIB, MMAP_BYTES, Store
 from schemas.model import ObjectSpec, OrgModel, load_model
 
 API_VERSION = "59.0"
@@ -169,11 +169,14 @@ class LocalOrg:
         rebuild: bool = False,
         limits: ServeLimits = DEFAULT_LIMITS,
         mmap_bytes: int = MMAP_BYTES,
+        cache_kib: int = CACHE_KIB,
     ) -> None:
         self.serve_limits = limits
         self.bundle = Bundle(root)
         self.manifest = self.bundle.read_manifest()
-        self.store = Store.open(self.bundle.root, model, rebuild=rebuild, mmap_bytes=mmap_bytes)
+        self.store = Store.open(
+            self.bundle.root, model, rebuild=rebuild, mmap_bytes=mmap_bytes, cache_kib=cache_kib
+        )
         self.model = self.store.model  # the org model with the fields the org computes (computed.py)
         if today is None:
             self.today, self.today_source = default_today(self.bundle, self.manifest)

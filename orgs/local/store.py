@@ -119,15 +119,19 @@ class StoreInfo:
 
 
 MMAP_BYTES = 268_435_456
+CACHE_KIB = 65_536  # SQLite's page cache per connection (a served org's choice; see Store)
 
 
 class Store:
     """A built `org.sqlite`, opened read-only with one connection per thread. `mmap_bytes` of the file are
     memory-mapped by each connection opened afterwards (a served org's choice; a one-off reader such as the
-    build's answer check sets 0: same speed, and the mapped pages do not add to its resident memory)."""
+    build's answer check sets 0: same speed, and the mapped pages do not add to its resident memory).
+    `cache_kib` is each connection's page cache (the check keeps it small: the file's pages stay in the
+    system's cache, where they do not count against the build's memory)."""
 
     def __init__(self, bundle: Bundle, model: OrgModel, info: StoreInfo) -> None:
         self.mmap_bytes = MMAP_BYTES
+        self.cache_kib = CACHE_KIB
         self.bundle = bundle
         self.model = model
         self.info = info
@@ -143,6 +147,7 @@ class Store:
         model: OrgModel | None = None,
         rebuild: bool = False,
         mmap_bytes: int = MMAP_BYTES,
+        cache_kib: int = CACHE_KIB,
     ) -> Store:
         """The store of the bundle at `root`, (re)built first when missing or stale. Its `model` is `model`
         (default: the org model) with the fields the org computes (`computed.local_model`)."""
@@ -151,6 +156,7 @@ class Store:
         info = ensure_store(bundle, model, force=rebuild)
         store = cls(bundle, model, info)
         store.mmap_bytes = mmap_bytes
+        store.cache_kib = cache_kib
         return store
 
     def connection(self) -> sqlite3.Connection:
@@ -159,7 +165,7 @@ class Store:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             conn.execute("PRAGMA query_only = 1")
             conn.execute(f"PRAGMA mmap_size = {int(self.mmap_bytes)}")
-            conn.execute("PRAGMA cache_size = -65536")
+            conn.execute(f"PRAGMA cache_size = -{int(self.cache_kib)}")
             conn.execute("PRAGMA temp_store = MEMORY")
             local = self._local
             local.deadline = None

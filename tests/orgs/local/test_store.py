@@ -261,3 +261,21 @@ def test_window_tools_are_answered_from_the_covering_index(bundle: Path) -> None
     for soql, records in with_index.items():
         assert _all_records(plain, soql) == records, soql
     plain.close()
+
+
+def test_page_cache_per_connection_is_the_callers(bundle: Path) -> None:
+    """A served org keeps SQLite's 64 MiB page cache per connection; the build's in-process answer check asks
+    for a small one (flows/answer_check.py CHECK_CACHE_KIB), and each connection it opens has exactly that."""
+    from flows.answer_check import CHECK_CACHE_KIB
+
+    served = LocalOrg(bundle)
+    check = LocalOrg(bundle, mmap_bytes=0, cache_kib=CHECK_CACHE_KIB)
+    try:
+        assert served.store.connection().execute("PRAGMA cache_size").fetchone()[0] == -65_536
+        conn = check.store.connection()
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -CHECK_CACHE_KIB
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+        assert CHECK_CACHE_KIB < 65_536
+    finally:
+        served.close()
+        check.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -100,6 +101,11 @@ def _drop_null_keys(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _rows_in(value: Any) -> int:
+    """What a cached reply counts against `Connector.cache_rows`: its rows, or 1 for an error message."""
+    return len(value) if isinstance(value, list) else 1
+
+
 class Connector:
     """One simple-salesforce client and CRMArena's `run_query` over it, with counters and an optional cache.
 
@@ -109,14 +115,20 @@ class Connector:
     ~5% of the build's answer check, which asks 1,868 distinct queries out of 1,918 at scale 10).
     """
 
-    def __init__(self, sf: Any, *, cache: bool = False, copies: bool = True) -> None:
+    def __init__(
+        self, sf: Any, *, cache: bool = False, copies: bool = True, cache_rows: int | None = None
+    ) -> None:
         self.sf = sf
         self.cache = cache
         self.copies = copies
+        # at most this many rows kept (None: no bound); past it the least recently asked queries go first, so
+        # the cache's memory is bounded whatever the org's size (a forgotten query is asked again if repeated)
+        self.cache_rows = cache_rows
+        self._cached_rows = 0
         self.queries = 0  # queries sent to the org
         self.errors = 0  # queries the org refused
         self.log: list[str] | None = None  # when a list, every query text run through here is appended
-        self._memo: dict[str, tuple[Any, int]] = {}
+        self._memo: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         # a client answering in this process may give records without `attributes` (InProcessClient): looked
         # up on the class, since simple-salesforce's client answers any attribute name with an sObject type
         self._bare = callable(getattr(type(sf), "bare_records", None))
@@ -131,6 +143,8 @@ class Connector:
         if self.cache:
             with self._lock:
                 hit = self._memo.get(query)
+                if hit is not None:
+                    self._memo.move_to_end(query)
             if hit is not None:
                 value, status = hit
                 if isinstance(value, str) or not self.copies:
@@ -139,10 +153,20 @@ class Connector:
         value, status = self._send(query)
         if self.cache:
             with self._lock:
-                self._memo[query] = (value, status)
+                self._remember(query, value, status)
             if status and not isinstance(value, str) and self.copies:
                 return [dict(r) for r in value], status
         return value, status
+
+    def _remember(self, query: str, value: Any, status: int) -> None:
+        """Cache a reply (the lock held), then forget the least recently asked ones past `cache_rows`."""
+        if query in self._memo:
+            self._cached_rows -= _rows_in(self._memo.pop(query)[0])
+        self._memo[query] = (value, status)
+        self._cached_rows += _rows_in(value)
+        while self.cache_rows is not None and self._cached_rows > self.cache_rows and len(self._memo) > 1:
+            _, (old, _status) = self._memo.popitem(last=False)
+            self._cached_rows -= _rows_in(old)
 
     def _send(self, query: str) -> tuple[list[dict[str, Any]] | str, int]:
         sosl = query.startswith("FIND")

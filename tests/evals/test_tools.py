@@ -111,3 +111,36 @@ def test_a_past_year_question_records_twelve_months() -> None:
     assert window(w.params) == (w.start, w.end)
     with pytest.raises(ParamError, match="interval_count 12"):
         window({"end_date": "2022-07-02T00:00:00Z", "period": "year", "interval_count": 1})
+
+
+class _CountingOrg:
+    """A client whose query `SELECT Id FROM X LIMIT n` answers n rows; counts what reaches it."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def query_all(self, soql: str) -> dict[str, Any]:
+        self.sent.append(soql)
+        n = int(soql.rsplit(" ", 1)[1])
+        return {"records": [{"attributes": {"type": "X"}, "Id": f"{soql[-1]}{k}"} for k in range(n)]}
+
+
+def test_cache_keeps_at_most_cache_rows_forgetting_the_least_recently_asked() -> None:
+    org = _CountingOrg()
+    conn = ct.Connector(org, cache=True, cache_rows=5)
+    a, b, c = "SELECT Id FROM X LIMIT 2", "SELECT Id FROM X LIMIT 3", "SELECT Id FROM X LIMIT 1"
+    assert conn.run_query(a)[0] == [{"Id": "20"}, {"Id": "21"}]
+    conn.run_query(b)  # 5 rows cached: a and b
+    conn.run_query(a)  # from the cache; a is now the most recently asked
+    assert org.sent == [a, b]
+    conn.run_query(c)  # 6 rows: b, the least recently asked, is forgotten
+    conn.run_query(a)
+    conn.run_query(b)  # asked again: sent again
+    assert org.sent == [a, b, c, b]
+    assert conn.queries == 4
+    # unbounded (the default): nothing is ever sent twice
+    org2 = _CountingOrg()
+    unbounded = ct.Connector(org2, cache=True)
+    for q in [a, b, c, a, b, c]:
+        unbounded.run_query(q)
+    assert org2.sent == [a, b, c]

@@ -383,8 +383,20 @@ def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: p
         str(c) for c in task_solver.TaskData.load(clean_bundle).emails["ParentId"].dropna().unique()[:25]
     }
     whole = task_solver.TaskData.load(clean_bundle, named)
-    monkeypatch.setattr(task_solver, "MESSAGE_BATCH", 7)
+    monkeypatch.setattr(task_solver, "READ_BATCH", 7)
     batched = task_solver.TaskData.load(clean_bundle, named)
     pd.testing.assert_frame_equal(whole.emails, batched.emails)
     pd.testing.assert_frame_equal(whole.chats, batched.chats)
     assert len(whole.emails) > 7
+    # every object is read and typed a batch at a time: the same frames as in one batch
+    for attr in ("cases", "assignments", "order_items", "orders"):
+        pd.testing.assert_frame_equal(getattr(whole, attr), getattr(batched, attr), check_exact=True)
+    # the owner assignments, kept batch by batch: the whole history's Owner Assignment rows, by date then Id
+    from orgs.bundle import Bundle, type_frame
+    from schemas.model import load_model
+
+    history = Bundle(clean_bundle).read_columns("CaseHistory__c", list(task_solver.COLUMNS["CaseHistory__c"]))
+    history = type_frame(load_model().get("CaseHistory__c"), history)
+    expected = history[history["Field__c"] == "Owner Assignment"].sort_values(["CreatedDate", "Id"])
+    assert 7 < len(expected) < len(history)
+    pd.testing.assert_frame_equal(batched.assignments, expected.reset_index(drop=True), check_exact=True)

@@ -196,29 +196,36 @@ def _times(series: pd.Series) -> np.ndarray:
     return np.asarray(series.to_numpy(dtype="datetime64[ns]"))
 
 
-MESSAGE_BATCH = 50_000  # rows of a message object read at a time when only some cases' messages are kept
+READ_BATCH = 16_384  # rows of an object read and typed at a time
 
 
 def _read(
-    bundle: Bundle, name: str, key: str | None = None, keep: AbstractSet[str] | None = None
+    bundle: Bundle,
+    name: str,
+    key: str | None = None,
+    keep: AbstractSet[str] | None = None,
+    equal: tuple[str, str] | None = None,
 ) -> pd.DataFrame:
     """data/<name>.csv (or its parts) with the columns this module uses, typed; empty when there is no data.
-    With `keep`, only the rows whose `key` is in it, read in batches (a reader never holds the whole object)."""
+    Read and typed READ_BATCH rows at a time, so a reader never holds a whole object's untyped strings beside
+    their typed copy. With `keep`, only the rows whose `key` is in it; with `equal` (column, value), only the
+    rows whose column is that value (rows left out are never held)."""
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
-    if bundle.has_data(name) and keep is not None and key is not None:
-        kept = [
-            frame[frame[key].isin(keep)] for frame in bundle.iter_columns(name, columns, rows=MESSAGE_BATCH)
-        ]
-        raw = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=columns)
-    elif bundle.has_data(name):
-        raw = bundle.read_columns(name, columns)
-    else:
-        raw = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
-    for c in columns:
-        if c not in raw.columns:
-            raw[c] = pd.Series([None] * len(raw), dtype=object, index=raw.index)
-    return type_frame(spec, raw[columns])
+    parts = []
+    if bundle.has_data(name):
+        for frame in bundle.iter_columns(name, columns, rows=READ_BATCH):
+            if keep is not None and key is not None:
+                frame = frame[frame[key].isin(keep)]
+            if equal is not None:
+                frame = frame[frame[equal[0]] == equal[1]]
+            for c in columns:
+                if c not in frame.columns:
+                    frame[c] = pd.Series([None] * len(frame), dtype=object, index=frame.index)
+            parts.append(type_frame(spec, frame[columns]))
+    if not parts:
+        return type_frame(spec, pd.DataFrame({c: pd.Series([], dtype=object) for c in columns}))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
 
 def _read_latent(bundle: Bundle, name: str) -> pd.DataFrame | None:
@@ -288,7 +295,7 @@ class TaskData:
         items = _read(bundle, "OrderItem")
         orders = _read(bundle, "Order")
         accounts = _read(bundle, "Account")
-        history = _read(bundle, "CaseHistory__c")
+        history = _read(bundle, "CaseHistory__c", equal=("Field__c", OWNER_ASSIGNMENT))
         product_of_item = dict(zip(items["Id"].tolist(), items["Product2Id"].tolist(), strict=True))
         state_of_account = dict(zip(accounts["Id"].tolist(), accounts["ShippingState"].tolist(), strict=True))
         cases["Product2Id"] = cases["OrderItemId__c"].map(product_of_item)

@@ -42,7 +42,7 @@ from orgs.local.computed import (
     whole_object_fields,
     wire_datetime,
 )
-from orgs.local.text import FTS_TOKENIZER, search_text
+from orgs.local.text import FTS_TOKENIZER, search_texts
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
@@ -362,7 +362,7 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
             conn.executemany(
                 f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) "
                 f"VALUES (?, {', '.join('?' for _ in text_idx)})",
-                zip(rowids, *(map(search_text, columns[i]) for i in text_idx), strict=True),
+                zip(rowids, *(search_texts(columns[i]) for i in text_idx), strict=True),
             )
         done += n
     for f in spec.fields:

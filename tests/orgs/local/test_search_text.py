@@ -3,6 +3,8 @@ and both give Salesforce's tokens (letters and digits split apart)."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +18,13 @@ VALUES = st.lists(st.none() | st.text(ALPHABET, max_size=12), max_size=8)
 @given(VALUES)
 def test_a_column_at_once_is_each_value_alone(values: list[str | None]) -> None:
     assert search_texts(values) == [search_text(v) for v in values]
+
+
+@given(VALUES, st.integers(1, 30))
+def test_chunks_of_any_size_give_the_same_texts(values: list[str | None], chunk: int) -> None:
+    """The ASCII texts are spaced a chunk at a time: where the chunks end does not change a text."""
+    with mock.patch("orgs.local.text.SEARCH_CHUNK_CHARS", chunk):
+        assert search_texts(values) == [search_text(v) for v in values]
 
 
 def test_letter_digit_boundaries_become_spaces() -> None:

@@ -42,11 +42,12 @@ from orgs.local.computed import (
     whole_object_fields,
     wire_datetime,
 )
-from orgs.local.text import FTS_TOKENIZER, search_text
+from orgs.local.text import FTS_TOKENIZER, search_texts
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
-STORE_VERSION = "4"  # 2: computed fields (orgs/local/computed.py); 3: system fields; 4: COVERING_INDEXES
+# 2: computed fields (orgs/local/computed.py); 3: system fields; 4: COVERING_INDEXES; 5: contentless FTS tables
+STORE_VERSION = "5"
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
 # Multi-column indexes chosen from the query shapes of CRMArena's tools (reference crmarena.md §9), beyond
@@ -268,7 +269,10 @@ def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) ->
         facts = org_facts(bundle, model)
         for spec in model:
             _load_object(conn, bundle, spec, facts)
-        conn.execute("ANALYZE")
+        # statistics for the base tables and their indexes, which the query planner reads; FTS5 reaches its
+        # shadow tables by key alone, so they are not scanned
+        for spec in model:
+            conn.execute(f"ANALYZE {quote(spec.name)}")
         rows = [*meta.items(), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))]
         conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
         conn.commit()
@@ -296,6 +300,10 @@ def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:
         api_user = str(users["Id"].iat[0]) if len(users) else None
     return OrgFacts(go_live, api_user)
 
+
+# bytes of pending full-text terms held before they are written as one index segment (FTS5's 'hashsize';
+# its default is 1 MB)
+FTS_HASH_BYTES = 64 * 1024 * 1024
 
 # records per batch of the build: memory is bounded by a batch (and the auto-numbers' two columns), not by
 # the size of an object
@@ -330,9 +338,13 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
     text_idx = [names.index(f.name) for f in text_fields]
     if text_fields:
         cols = ", ".join(quote(f.name) for f in text_fields)
-        conn.execute(
-            f"CREATE VIRTUAL TABLE {fts_table(spec.name)} USING fts5({cols}, tokenize='{FTS_TOKENIZER}')"
-        )
+        fts = fts_table(spec.name)
+        # contentless (content=''): SOSL reads only rowid and rank (bm25, from the index and the column
+        # sizes), never the text back, so a second copy of every text is not written
+        conn.execute(f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, tokenize='{FTS_TOKENIZER}', content='')")
+        # pending terms flushed to a segment every FTS_HASH_BYTES instead of every 1 MB: fewer segments to
+        # merge while loading (the same terms, positions and column sizes, so the same matches and ranks)
+        conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (FTS_HASH_BYTES,))
     # the auto-numbers rank every record: computed first from the two or three columns they need
     whole_names = whole_object_fields(spec)
     whole: dict[str, Sequence[Any]] = {}
@@ -368,7 +380,7 @@ def _load_object(conn: sqlite3.Connection, bundle: Bundle, spec: ObjectSpec, fac
             conn.executemany(
                 f"INSERT INTO {fts_table(spec.name)} (rowid, {cols}) "
                 f"VALUES (?, {', '.join('?' for _ in text_idx)})",
-                zip(rowids, *(map(search_text, columns[i]) for i in text_idx), strict=True),
+                zip(rowids, *(search_texts(columns[i]) for i in text_idx), strict=True),
             )
         done += n
     for f in spec.fields:

@@ -279,3 +279,46 @@ def test_page_cache_per_connection_is_the_callers(bundle: Path) -> None:
     finally:
         served.close()
         check.close()
+
+
+def test_full_text_index_holds_the_search_tokens_of_the_stored_texts(bundle: Path) -> None:
+    """Every token the FTS index holds (read back through fts5vocab, which reads the index itself) is, in
+    order, a token of the stored value per Salesforce's rule (`search_tokens`: letters and digits split),
+    for every record and text field of every object: nothing missing, moved or extra."""
+    from orgs.local.computed import local_model
+    from orgs.local.store import searchable_fields
+    from orgs.local.text import search_tokens
+
+    store = Store.open(bundle)
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"ATTACH 'file:{store.path}?mode=ro' AS s")
+    checked = 0
+    for spec in local_model(load_model()):
+        fields = [f.name for f in searchable_fields(spec)]
+        if not fields:
+            continue
+        conn.execute(
+            f'CREATE VIRTUAL TABLE temp."v_{spec.name}" USING fts5vocab(s, "fts_{spec.name}", instance)'
+        )
+        indexed: dict[tuple[int, int], list[str]] = {}
+        rows = conn.execute(
+            f'SELECT doc, col, offset, term FROM temp."v_{spec.name}" ORDER BY doc, col, offset'
+        )
+        for doc, col, offset, term in rows:
+            tokens = indexed.setdefault((doc, fields.index(col)), [])
+            assert offset == len(tokens), (spec.name, doc, col)
+            tokens.append(term)
+        cols = ", ".join(f'"{f}"' for f in fields)
+        folded: set[tuple[int, int]] = set()
+        for rowid, *values in conn.execute(f'SELECT rowid, {cols} FROM s."{spec.name}"'):
+            for i, value in enumerate(values):
+                expected = search_tokens(value) if value else []
+                if value is not None and not value.isascii():
+                    assert len(indexed.get((rowid, i), [])) == len(expected)  # diacritics folded by FTS5
+                    folded.add((rowid, i))
+                    continue
+                assert indexed.pop((rowid, i), []) == expected, (spec.name, rowid, fields[i], value)
+                checked += 1
+        # nothing indexed for a record or field the table does not hold
+        assert set(indexed) <= folded, (spec.name, sorted(set(indexed) - folded)[:5])
+    assert checked > 1000

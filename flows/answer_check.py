@@ -137,6 +137,41 @@ def build_store(root: Path | str) -> float:
     return round(time.perf_counter() - t, 3)
 
 
+def build_store_as_written(root: Path | str) -> float:
+    """The store stage of a build with a sidecar (flows/sidecar.py), run there while the building process
+    generates: each object is loaded into the org's store as soon as the building process says it is written
+    (once the User, which the system fields need, is), and the store is finished (the rest loaded, statistics,
+    meta) once all are. The check through the org then finds it up to date. Its seconds, waits included."""
+    from flows.sidecar import notices
+    from orgs.bundle import Bundle
+    from orgs.local.computed import local_model
+    from orgs.local.store import OrgFacts, StoreBuilder, org_facts_once_written
+    from schemas.model import load_model
+
+    t = time.perf_counter()
+    bundle = Bundle(root)
+    model = local_model(load_model())  # as the check's Store.open has it
+    builder = StoreBuilder(bundle, model)
+    try:
+        written: list[str] = []
+        waiting: list[str] = []
+        facts: OrgFacts | None = None
+        for name in notices():
+            if name not in model.objects:
+                continue
+            written.append(name)
+            waiting.append(name)
+            facts = facts or org_facts_once_written(bundle, model, written)
+            if facts is not None:
+                for loaded in waiting:
+                    builder.load(loaded, facts)
+                waiting.clear()
+        builder.finish(facts=facts)  # what was not loaded yet, with the bundle's facts
+    finally:
+        builder.abandon()
+    return round(time.perf_counter() - t, 3)
+
+
 def check_answers_through_the_org(
     root: Path, workers: int | None = None, share: float = HTTP_SHARE, minimum: int = HTTP_MIN
 ) -> ApiCheckResult:

@@ -104,6 +104,12 @@ class Timed:
         where: str | None = getattr(self.stage, "where", {}).get(name)
         return where
 
+    @property
+    def sidecar(self) -> Sidecar | None:
+        """The runner's sidecar (flows/sidecar.py), if its remote stages run in one."""
+        side: Sidecar | None = getattr(self.stage, "sidecar", None)
+        return side
+
     def retire(self) -> None:
         """No more `remote` stages will be run: a runner with a sidecar lets its process go (flows/sidecar.py)."""
         retire = getattr(self.stage, "retire", None)
@@ -426,6 +432,7 @@ async def make_tasks(
     model: OrgModel,
     stage: StageRunner = run_inline,
     adapt: bool = False,
+    store_ready: Awaitable[Any] | None = None,
 ) -> dict[str, Any]:
     """Build the task files, re-derive every answer independently, and describe them for the manifest.
 
@@ -433,7 +440,8 @@ async def make_tasks(
     through the embedded org's API). With `adapt`, `per_task` is the profile's default and lowers to what the
     org yields. `writer` is the build's writer, or the run (the build passes it on a cluster): then `tasks` is
     a remote stage whose worker makes its own writer for the run. On a cluster (`stage.on_workers`) the remote
-    stages run on workers, and `tasks.check_api` in parts (`check_on_workers`)."""
+    stages run on workers, and `tasks.check_api` in parts (`check_on_workers`). `store_ready`, when given, is the
+    org's store being built elsewhere (`store_beside`): the check through the org waits for it first."""
     from flows.tasks import require_complete_registry
 
     require_complete_registry()
@@ -458,9 +466,15 @@ async def make_tasks(
     # The code check and the fidelity figures (a function of the CSVs and task files) are remote: with a
     # concurrent runner they run elsewhere while this process re-derives the answers through the org.
     checked = measured = None
+    figures: Any = None
+    # With a sidecar, it has the store (built during generation) and validation ahead of the code check, while
+    # this process has the tasks and the check through the org: the fidelity figures run here after that
+    # check, so both processes end about together (scale 10: the sidecar had ended ~1 s after this one).
+    fidelity_here = isinstance(stage, Timed) and stage.sidecar is not None
     if getattr(stage, "concurrent", False):
         checked = await started(stage("tasks.check", check_task_answers, root, remote=True))
-        measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
+        if not fidelity_here:
+            measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
         # the build's last remote stages: once they are done, a sidecar's process ends while the check
         # through the org (this process's peak) still runs
         retire = getattr(stage, "retire", None)
@@ -469,17 +483,21 @@ async def make_tasks(
     else:
         await stage("tasks.check", check_task_answers, root, remote=True)
     try:
+        if store_ready is not None:
+            await store_ready
         if isinstance(stage, Timed) and stage.on_workers:
             api = await check_on_workers(root, stage)  # in parts on the cluster, the HTTP sample here
         else:
             api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+        if fidelity_here:
+            figures = await stage("fidelity", fidelity_figures, root)
     finally:
         await settled(checked, measured)  # never leave a stage running behind a failure
         if checked is not None:
             checked.result()  # the code check's verdict first, as when the stages run one after the other
     if measured is not None:
         figures = measured.result()
-    else:
+    elif not fidelity_here:
         figures = await stage("fidelity", fidelity_figures, root, remote=True)
     files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
@@ -605,6 +623,18 @@ def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+async def store_beside(stage: Timed, spans: dict[str, dict[str, Any]], root: Path) -> None:
+    """The `store` stage in the sidecar (`build_store_as_written`). It never fails the build: the data's
+    faults are found by validation and by the check through the org, which builds the store itself when this
+    stage did not; its error is recorded in the stage's span (/timings/stages/store/error)."""
+    from flows.answer_check import build_store_as_written
+
+    try:
+        await stage("store", build_store_as_written, str(root), remote=True)
+    except Exception as exc:  # recorded; the check through the org builds the store itself
+        spans.setdefault("store", {})["error"] = f"{type(exc).__name__}: {exc}"
+
+
 async def build_bundle(
     opts: BuildOptions,
     executor: Executor,
@@ -680,6 +710,8 @@ async def build_bundle(
             files[data.path] = data.sha256
         if latent is not None:
             files[latent.path] = latent.sha256
+        if side is not None:
+            side.written(name)  # the sidecar loads it into the org's store while generation goes on
 
     rc = RunContext(root, run, make_context(run, model, profile))
     spans: dict[str, dict[str, Any]] = {}
@@ -689,6 +721,13 @@ async def build_bundle(
     task_info: dict[str, Any] | None = None
     generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
     held = contextlib.ExitStack()
+    # With a sidecar, the org's store is built there while this process generates, an object at a time as
+    # each is written (flows/answer_check.py build_store_as_written); the check through the org finds it
+    # built. Otherwise (or when generation is resumed) that check builds it.
+    side = stage.sidecar if "generate" not in stages else None
+    storing: asyncio.Future[Any] | None = None
+    if side is not None:
+        storing = await started(store_beside(stage, spans, root))
     try:
         if "generate" not in stages:
             result: GenerationResult = await generate(
@@ -713,6 +752,8 @@ async def build_bundle(
             manifest["timings"] = {"generation_seconds": round(generation_seconds, 3), "steps": steps}
             manifest["stages"]["generate"] = "complete"
             bundle.write_manifest(manifest)
+            if side is not None:
+                side.all_written()
 
         def validated(validation: Report) -> None:
             if not validation.ok:
@@ -743,6 +784,7 @@ async def build_bundle(
                     model,
                     stage,
                     adapt=opts.per_task is None,
+                    store_ready=storing,
                 )
                 steps["tasks"] = round(time.perf_counter() - t_tasks, 4)
                 files.update(task_info.pop("files"))
@@ -750,6 +792,9 @@ async def build_bundle(
             if validating is not None:
                 validated(await validating)
     finally:
+        if side is not None and storing is not None and not storing.done():
+            side.withdraw()  # generation failed: the store stage stops waiting for objects
+        await settled(storing)
         held.close()
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its
         # cache and report usage, also when the build failed (the report lists why).

@@ -7,6 +7,7 @@ unknown profile, a malformed file, wrong arguments) — nothing was changed.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -1463,11 +1464,16 @@ def scratch_def(
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """The `orgseed` command. The process ends after it: what it holds is frozen out of the cycle collector's
+    reach first, whose full passes while the interpreter tore the heap down took ~0.45 s after a scale-10
+    build (13 s), against ~0.05 s frozen (measured with atexit marks and perf)."""
     try:
         return app(args=argv, standalone_mode=True)
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 After generation, a build has two independent lines of work: validating the written files (`validate`), and
 building and checking the tasks (`tasks`, `tasks.check`, `tasks.check_api`, the fidelity figures). Every
 `remote` stage (flows/build.py `StageRunner`) is a function of the bundle's files and picklable arguments, so
-the sidecar runs them (`validate`, `tasks.check`, `fidelity`) while the building process runs the others.
+the sidecar runs them (`store`, `validate`, `tasks.check`) while the building process runs the others (the
+fidelity figures too, after the check through the org: both processes then end about together).
 The bundle is the same either way: a remote stage writes nothing but its own files (the validation report is
 written by the flow) and returns a value.
 
 The process is spawned (not forked: the build may hold threads) when the build starts and imports the stages'
-modules while the building process generates, so its start-up is off the critical path. A stage's `start`
+modules while the building process generates, so its start-up is off the critical path. While generation runs
+it builds the org's store (`org.sqlite`) an object at a time, as the building process writes them: the building
+process tells it which object it has written (`written`) and when all are (`all_written`), through a queue the
+process is given when it starts (`notices`, read by the store stage, flows/answer_check.py). A stage's `start`
 and `seconds` are measured in the sidecar (`measured`), not when the building process gets round to
 collecting its result.
 """
@@ -18,10 +22,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.synchronize import Event
 from typing import Any
 
 from schemas.gcpause import release_freed_memory
@@ -56,8 +62,56 @@ def _timed(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, float, f
     return result, start, seconds, os.getpid()
 
 
-def _pool() -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+class NoticesWithdrawn(Exception):
+    """The building process will not write the rest of the objects (its generation failed or stopped)."""
+
+
+# in the sidecar's process: the queue of objects written, and the events "all written" and "withdrawn"
+_inbox: tuple[Any, Event, Event] | None = None
+NOTICE_POLL_SECONDS = 0.5
+
+
+def _receive(inbox: Any, done: Event, withdrawn: Event) -> None:
+    """The pool's initializer: keep the notices' queue and events (passed when the process is started)."""
+    global _inbox
+    _inbox = (inbox, done, withdrawn)
+
+
+def notices() -> Iterator[str]:
+    """In the sidecar: the names of the objects the building process has written, as it writes them, until
+    it has written all (then the iterator ends; a stage retried after that gets no more names, and loads what
+    it lacks from the files). NoticesWithdrawn when the building process stops generating, or is gone."""
+    if _inbox is None:
+        raise NoticesWithdrawn("not in a sidecar: no building process tells this process what it wrote")
+    inbox, done, withdrawn = _inbox
+    parent = os.getppid()
+    while True:
+        if withdrawn.is_set():
+            raise NoticesWithdrawn("the building process stopped generating")
+        try:
+            name = inbox.get(timeout=NOTICE_POLL_SECONDS)
+        except queue.Empty:
+            name = ""
+        if name is None:  # "all written", after the last name
+            return
+        if name:
+            yield str(name)
+            continue
+        if done.is_set():  # and its mark was taken by an earlier run of the stage: what is queued, then end
+            try:
+                while (name := inbox.get_nowait()) is not None:
+                    yield str(name)
+            except queue.Empty:
+                pass
+            return
+        if os.getppid() != parent:
+            raise NoticesWithdrawn("the building process is gone")
+
+
+def _pool(inbox: tuple[Any, Event, Event]) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_receive, initargs=inbox
+    )
 
 
 class Sidecar:
@@ -68,7 +122,9 @@ class Sidecar:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = _pool()
+        spawn = multiprocessing.get_context("spawn")
+        self._inbox: tuple[Any, Event, Event] = (spawn.Queue(), spawn.Event(), spawn.Event())
+        self._pool: ProcessPoolExecutor | None = _pool(self._inbox)
         self._warm: Future[int] = self._pool.submit(_warm)
         self._pending = 0
         self._retiring = False
@@ -89,7 +145,7 @@ class Sidecar:
         """Run `fn(*args)` in the sidecar; record the stage's own start and duration in `measured`."""
         with self._lock:
             if self._pool is None:  # retired, then asked again: a new process
-                self._pool = _pool()
+                self._pool = _pool(self._inbox)
             self._pending += 1
             future = self._pool.submit(_timed, fn, args)
         future.add_done_callback(self._settled)
@@ -97,6 +153,20 @@ class Sidecar:
         self.measured[name] = {"start": round(start, 3), "seconds": round(seconds, 3)}
         self.pids[name] = pid
         return result
+
+    def written(self, name: str) -> None:
+        """Tell the sidecar object `name` is written (its files are complete)."""
+        self._inbox[0].put(name)
+
+    def all_written(self) -> None:
+        """Tell the sidecar every object is written (and the manifest records them)."""
+        self._inbox[0].put(None)  # after the names, in the queue's order
+        self._inbox[1].set()
+
+    def withdraw(self) -> None:
+        """Tell the sidecar no more objects will be written (generation failed): a stage reading `notices`
+        stops."""
+        self._inbox[2].set()
 
     def _settled(self, _: Future[Any]) -> None:
         with self._lock:
@@ -121,6 +191,8 @@ class Sidecar:
                 self._let_go()
 
     def close(self) -> None:
+        if not self._inbox[1].is_set():
+            self.withdraw()  # a stage still waiting for notices stops, so the pool can shut down
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:

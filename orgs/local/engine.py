@@ -118,15 +118,21 @@ class QueryTimeout(OrgApiError):
 def default_today(bundle: Bundle, manifest: dict[str, Any] | None = None) -> tuple[date, str]:
     """The day the org's "today" is, and where it came from.
 
-    The day after the bundle's time span ends (the profile's `[time] end`), so relative dates (TODAY,
-    LAST_N_DAYS:n, ...) give the same answers on every run. Falls back to the day after the latest date
-    in the data when the profile cannot be read.
+    The day after the bundle's time span ends (the profile's `[time] end`, as the manifest recorded it at
+    build time, else read from the profile), so relative dates (TODAY, LAST_N_DAYS:n, ...) give the same
+    answers on every run. Falls back to the day after the latest date in the data when neither says.
     """
     manifest = manifest or bundle.read_manifest()
     span = manifest.get("time") or {}
     if isinstance(span, dict) and span.get("end"):
         return date.fromisoformat(str(span["end"])[:10]) + timedelta(days=1), "manifest time.end"
     profile = manifest.get("profile") or {}
+    end = profile.get("end")
+    if isinstance(end, str):  # the span the build used, as the manifest recorded it (no profile to read)
+        try:
+            return date.fromisoformat(end[:10]) + timedelta(days=1), f"profile {profile.get('name')} time.end"
+        except ValueError:
+            pass
     for ref in (profile.get("path"), profile.get("name")):
         if not ref:
             continue

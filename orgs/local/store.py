@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,18 +201,21 @@ class Store:
 
 
 def _fingerprint(bundle: Bundle, model: OrgModel) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for spec in model:
-        out[spec.name] = []
-        for path in bundle.data_files(spec.name):  # the file, or its parts in order
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                raise BundleError(
-                    f"{path} is missing; the bundle has no data for {spec.name}. Rebuild the bundle.",
-                    file=str(path),
-                ) from None
-            out[spec.name] += [st.st_size, st.st_mtime_ns]
+    return {spec.name: _fingerprint_of(bundle, spec) for spec in model}
+
+
+def _fingerprint_of(bundle: Bundle, spec: ObjectSpec) -> list[int]:
+    """Size and modification time of each of the object's files (the file, or its parts in order)."""
+    out: list[int] = []
+    for path in bundle.data_files(spec.name):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise BundleError(
+                f"{path} is missing; the bundle has no data for {spec.name}. Rebuild the bundle.",
+                file=str(path),
+            ) from None
+        out += [st.st_size, st.st_mtime_ns]
     return out
 
 
@@ -231,53 +234,117 @@ def _read_meta(path: Path) -> dict[str, str]:
 
 def ensure_store(bundle: Bundle, model: OrgModel, force: bool = False) -> StoreInfo:
     """Build `org.sqlite` unless an up-to-date one is already there."""
-    manifest = bundle.read_manifest()
-    data_sha = manifest.get("data_sha256")
+    wanted = store_wanted(bundle, model)
+    path = bundle.root / STORE_FILE
+    if path.exists() and not force:
+        meta = _read_meta(path)
+        if all(meta.get(k) == v for k, v in wanted.items()):
+            return StoreInfo(path, False, 0.0, wanted["data_sha256"])
+    t0 = time.perf_counter()
+    builder = StoreBuilder(bundle, model)
+    try:
+        facts = org_facts(bundle, model)
+        for spec in model:
+            builder.load(spec.name, facts)
+        builder.finish(wanted)
+    finally:
+        builder.abandon()
+    return StoreInfo(path, True, time.perf_counter() - t0, wanted["data_sha256"])
+
+
+def store_wanted(bundle: Bundle, model: OrgModel) -> dict[str, str]:
+    """What an up-to-date store of the bundle records in its orgseed_meta (and `ensure_store` compares)."""
+    data_sha = bundle.read_manifest().get("data_sha256")
     if not data_sha:
         raise BundleError(
             f"{bundle.manifest_path}: /data_sha256 is empty; the build did not finish. Rebuild the bundle.",
             file=str(bundle.manifest_path),
         )
-    path = bundle.root / STORE_FILE
-    wanted = {
+    return {
         "store_version": STORE_VERSION,
         "data_sha256": data_sha,
         "model_digest": model_digest(model),
         "fingerprint": json.dumps(_fingerprint(bundle, model), sort_keys=True),
     }
-    if path.exists() and not force:
-        meta = _read_meta(path)
-        if all(meta.get(k) == v for k, v in wanted.items()):
-            return StoreInfo(path, False, 0.0, data_sha)
-    t0 = time.perf_counter()
-    tmp = path.with_name(f"{STORE_FILE}.tmp-{os.getpid()}-{threading.get_ident()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        _build(bundle, model, tmp, wanted)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return StoreInfo(path, True, time.perf_counter() - t0, data_sha)
 
 
-def _build(bundle: Bundle, model: OrgModel, path: Path, meta: dict[str, str]) -> None:
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("CREATE TABLE orgseed_meta (key TEXT PRIMARY KEY, value TEXT)")
-        facts = org_facts(bundle, model)
-        for spec in model:
-            _load_object(conn, bundle, spec, facts)
+class StoreBuilder:
+    """`org.sqlite` built an object at a time, into a temporary file beside it: `load` each object (in any
+    order, e.g. as a build writes them), then `finish`, which loads what was not loaded, records the store's
+    meta and moves it into place; `abandon` (always safe to call) removes an unfinished file.
+
+    An object is loaded from its files as they are when `load` reads them; `finish` compares each loaded
+    object's files (sizes and modification times) with what they are then and loads again any that changed,
+    so a finished store holds the files its meta's fingerprint describes."""
+
+    def __init__(self, bundle: Bundle, model: OrgModel) -> None:
+        self.bundle = bundle
+        self.model = model
+        self.path = bundle.root / STORE_FILE
+        self.tmp = self.path.with_name(f"{STORE_FILE}.tmp-{os.getpid()}-{threading.get_ident()}")
+        self.tmp.unlink(missing_ok=True)
+        self.loaded: dict[str, list[int]] = {}  # object -> its files' fingerprint when it was read
+        self.conn: sqlite3.Connection | None = sqlite3.connect(self.tmp)
+        self.conn.execute("PRAGMA journal_mode = OFF")
+        self.conn.execute("PRAGMA synchronous = OFF")
+        self.conn.execute("CREATE TABLE orgseed_meta (key TEXT PRIMARY KEY, value TEXT)")
+
+    def load(self, name: str, facts: OrgFacts) -> None:
+        """Load object `name` (again, if it was loaded before)."""
+        if self.conn is None:
+            raise RuntimeError(f"{self.tmp}: the store is finished or abandoned; {name} cannot be loaded")
+        spec = self.model.get(name)
+        if name in self.loaded:
+            self.conn.execute(f"DROP TABLE {quote(name)}")
+            self.conn.execute(f"DROP TABLE IF EXISTS {fts_table(name)}")
+        before = _fingerprint_of(self.bundle, spec)
+        _load_object(self.conn, self.bundle, spec, facts)
+        after = _fingerprint_of(self.bundle, spec)
+        # an object whose files changed while it was read is marked stale: `finish` loads it again
+        self.loaded[name] = after if after == before else []
+
+    def finish(self, wanted: dict[str, str] | None = None, facts: OrgFacts | None = None) -> StoreInfo:
+        """Load the objects not loaded yet or changed since (with `facts`, default: the bundle's), record the
+        meta (`wanted`, default: `store_wanted` now) and move the store into place."""
+        if self.conn is None:
+            raise RuntimeError(f"{self.tmp}: the store is finished or abandoned")
+        t0 = time.perf_counter()
+        stale = [s.name for s in self.model if self.loaded.get(s.name) != _fingerprint_of(self.bundle, s)]
+        if stale:
+            facts = facts or org_facts(self.bundle, self.model)
+            for name in stale:
+                self.load(name, facts)
+        meta = wanted or store_wanted(self.bundle, self.model)
         # statistics for the base tables and their indexes, which the query planner reads; FTS5 reaches its
         # shadow tables by key alone, so they are not scanned
-        for spec in model:
-            conn.execute(f"ANALYZE {quote(spec.name)}")
+        for spec in self.model:
+            self.conn.execute(f"ANALYZE {quote(spec.name)}")
         rows = [*meta.items(), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))]
-        conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
-        conn.commit()
-    finally:
-        conn.close()
+        self.conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
+        self.conn.commit()
+        self.conn.close()
+        self.conn = None
+        os.replace(self.tmp, self.path)
+        return StoreInfo(self.path, True, time.perf_counter() - t0, meta["data_sha256"])
+
+    def abandon(self) -> None:
+        """Close and remove an unfinished store (nothing, once it is finished)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        self.tmp.unlink(missing_ok=True)
+
+
+def org_facts_once_written(bundle: Bundle, model: OrgModel, written: Collection[str]) -> OrgFacts | None:
+    """`org_facts`, once what they are read from is written (`written`: the objects whose files are
+    complete): the manifest's profile start and the first User. None while the User is not written, or when
+    the manifest has no start (the facts then need every object's dates)."""
+    start = (bundle.read_manifest().get("profile") or {}).get("start")
+    if not (isinstance(start, str) and len(start) == 10):
+        return None
+    if "User" in model.objects and "User" not in written:
+        return None
+    return org_facts(bundle, model)
 
 
 def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:

@@ -1,7 +1,8 @@
-"""The sidecar (flows/sidecar.py): validation, the code answer check and the fidelity figures run in a second
-process while the building process makes the tasks and checks them through the org. The bundle is the same;
-the stages really run at the same time; an invalid org still fails as invalid; a failed sidecar stage is
-retried alone under Prefect."""
+"""The sidecar (flows/sidecar.py): the org's store (built while generation writes the objects), validation and
+the code answer check run in a second process while the building process makes the tasks, checks them through
+the org and measures the fidelity figures. The bundle is the same; the stages really run at the same time; an
+invalid org still fails as invalid; a failed sidecar stage is retried alone under Prefect, and a failed store
+stage leaves the store to the check through the org."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ from uuid import UUID
 
 import pytest
 
+from flows import answer_check, sidecar
 from flows import build as build_module
 from flows.options import BuildOptions, Engine
 from flows.run import run_build
-from tests.conftest import FIXTURES, SMALL_PROFILE
+from orgs.local.store import STORE_FILE, Store
+from schemas.model import load_model
+from tests.conftest import FIXTURES, SMALL_PROFILE, copy_bundle
+from tests.orgs.local.test_store import _dump
 from validators.findings import ValidationFailed
 from validators.run import validate_bundle
 
@@ -82,10 +87,21 @@ def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_s
     assert report.manifest["data_sha256"] == expected["data_sha256"]
     assert report.manifest["files"] == expected["files"]  # the task files and reports too
     stages = _stages(report.manifest)
-    for name in ("validate", "tasks.check", "fidelity"):
+    for name in ("store", "validate", "tasks.check"):
         assert stages[name]["where"].startswith("sidecar (pid "), (name, stages[name])
         assert stages[name]["where"] != f"sidecar (pid {os.getpid()})"
-    assert "where" not in stages["tasks"] and "where" not in stages["tasks.check_api"]
+    # the fidelity figures run here after the check through the org, while the sidecar has the code check
+    assert all("where" not in stages[n] for n in ("tasks", "tasks.check_api", "fidelity"))
+    # the org's store was built in the sidecar (as generation wrote the objects: see the test below); the
+    # check through the org waited for it and found it built, and it is the store a rebuild makes
+    store = stages["store"]
+    assert store["where"] == stages["validate"]["where"] and "error" not in store
+    assert store["start"] + store["seconds"] <= stages["tasks.check_api"]["start"] + 0.01
+    assert report.manifest["tasks"]["api_check"]["steps"]["store"] < store["seconds"]
+    built = _dump(report.root / STORE_FILE)
+    rebuilt = copy_bundle(report.root, tmp_path / "rebuilt")
+    assert Store.open(rebuilt, rebuild=True).info.rebuilt
+    assert _dump(rebuilt / STORE_FILE) == built
     # the validation report's own duration, not the time until the build collected it
     assert report.manifest["validation"]["seconds"] == stages["validate"]["seconds"]
 
@@ -145,7 +161,7 @@ def test_a_failed_sidecar_stage_is_retried_alone_under_prefect(
     counts = {r.name: r.run_count for r in runs if not r.name.startswith(tuple(expected["counts"]))}
     assert counts.get("validate") == 2, counts
     assert {n: c for n, c in counts.items() if n != "validate"} == {
-        n: 1 for n in ("world", "tasks", "tasks.check", "tasks.check_api", "fidelity")
+        n: 1 for n in ("store", "world", "tasks", "tasks.check", "tasks.check_api", "fidelity")
     }, counts
 
 
@@ -159,11 +175,126 @@ def test_the_sidecar_ends_after_its_last_stage_while_the_check_through_the_org_r
     )
     report = run_build(opts)
     stages = _stages(report.manifest)
-    assert all(
-        stages[n]["where"].startswith("sidecar (pid ") for n in ("validate", "tasks.check", "fidelity")
-    )
+    sidecar_stages = ("store", "validate", "tasks.check")
+    assert all(stages[n]["where"].startswith("sidecar (pid ") for n in sidecar_stages)
     # the check through the org started after the sidecar's last stage had ended
-    last = max(stages[n]["start"] + stages[n]["seconds"] for n in ("validate", "tasks.check", "fidelity"))
+    last = max(stages[n]["start"] + stages[n]["seconds"] for n in sidecar_stages)
     assert stages["tasks.check_api"]["start"] + stages["tasks.check_api"]["seconds"] > last
     expected = json.loads((small_bundle / "manifest.json").read_text())
     assert report.manifest["files"] == expected["files"]
+
+
+def _names_written(*_: Any) -> list[str]:
+    """A sidecar stage: the names `notices` gives, in order."""
+    return list(sidecar.notices())
+
+
+def _notices_withdrawn(*_: Any) -> str:
+    try:
+        list(sidecar.notices())
+    except sidecar.NoticesWithdrawn as exc:
+        return str(exc)
+    return "not withdrawn"
+
+
+def test_the_sidecar_hears_of_each_object_written_until_all_are() -> None:
+    """The building process's notices reach a stage running in the sidecar in order, and end when all are
+    written; a stage run again after that (a retry) is not left waiting. Withdrawn notices stop a stage."""
+    import asyncio
+
+    async def run() -> None:
+        with sidecar.Sidecar() as side:
+            first = asyncio.ensure_future(side.run("names", _names_written))
+            side.written("Account")
+            side.written("Contact")
+            side.all_written()
+            assert await first == ["Account", "Contact"]
+            assert await asyncio.wait_for(side.run("again", _names_written), WAIT_SECONDS) == []
+        with sidecar.Sidecar() as side:
+            waiting = asyncio.ensure_future(side.run("withdrawn", _notices_withdrawn))
+            side.written("Account")
+            side.withdraw()
+            assert await asyncio.wait_for(waiting, WAIT_SECONDS) == "the building process stopped generating"
+
+    asyncio.run(run())
+    with pytest.raises(sidecar.NoticesWithdrawn, match="not in a sidecar"):
+        _names_written()
+
+
+def store_stage_telling(root: str, told: str) -> float:
+    """The sidecar's store stage, appending to the file `told` the name of each object it loads."""
+    from orgs.local.store import StoreBuilder
+
+    load = StoreBuilder.load
+
+    def loading(self: StoreBuilder, name: str, facts: Any) -> None:
+        load(self, name, facts)
+        with open(told, "a", encoding="utf-8") as fh:
+            fh.write(name + "\n")
+
+    StoreBuilder.load = loading  # type: ignore[method-assign]
+    try:
+        return answer_check.build_store_as_written(root)
+    finally:
+        StoreBuilder.load = load  # type: ignore[method-assign]
+
+
+def test_the_store_stage_loads_each_object_once_it_is_written(small_bundle: Path, tmp_path: Path) -> None:
+    """In the sidecar, the store stage loads an object as soon as the building process says it is written
+    (objects written before the User wait for it: the system fields need it), before all are; then it finishes
+    the store the check through the org finds up to date, the same as a rebuild."""
+    import asyncio
+
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    (root / STORE_FILE).unlink(missing_ok=True)
+    told = tmp_path / "told"
+
+    async def loaded(names: list[str]) -> None:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not told.exists() or told.read_text().split() != names:
+            assert time.monotonic() < deadline, told.read_text() if told.exists() else "nothing loaded"
+            await asyncio.sleep(0.05)
+
+    async def run() -> None:
+        with sidecar.Sidecar() as side:
+            stage = asyncio.ensure_future(side.run("store", store_stage_telling, str(root), str(told)))
+            side.written("Account")
+            side.written("User")
+            await loaded(["Account", "User"])
+            side.written("Contact")
+            await loaded(["Account", "User", "Contact"])
+            assert not (root / STORE_FILE).exists()
+            side.all_written()
+            await asyncio.wait_for(stage, WAIT_SECONDS)
+
+    asyncio.run(run())
+    assert len(told.read_text().split()) == len(load_model().names)  # the rest loaded when all were written
+    assert not Store.open(root).info.rebuilt
+    rebuilt = copy_bundle(root, tmp_path / "rebuilt")
+    Store.open(rebuilt, rebuild=True).close()
+    assert _dump(root / STORE_FILE) == _dump(rebuilt / STORE_FILE)
+
+
+def store_stage_failing(root: Any) -> float:
+    """The sidecar's store stage failing (planted by the test)."""
+    raise OSError(f"{root}: disk full (planted by the test)")
+
+
+def test_a_failed_store_stage_leaves_the_store_to_the_check_through_the_org(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(answer_check, "build_store_as_written", store_stage_failing)
+    opts = BuildOptions(
+        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine="local", sidecar=True
+    )
+    report = run_build(opts)
+    stages = _stages(report.manifest)
+    assert (
+        stages["store"]["error"].startswith("OSError: ") and "planted by the test" in stages["store"]["error"]
+    )
+    assert report.manifest["tasks"]["api_check"]["steps"]["store"] > 0  # built by the check instead
+    expected = json.loads((small_bundle / "manifest.json").read_text())
+    assert report.manifest["files"] == expected["files"]
+    rebuilt = copy_bundle(report.root, tmp_path / "rebuilt")
+    Store.open(rebuilt, rebuild=True).close()
+    assert _dump(report.root / STORE_FILE) == _dump(rebuilt / STORE_FILE)

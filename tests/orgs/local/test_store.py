@@ -6,6 +6,7 @@ import json
 import sqlite3
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -138,6 +139,10 @@ def test_default_today_comes_from_the_profile(bundle: Path) -> None:
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     from orgs.bundle import Bundle
 
+    # the span's end as the manifest recorded it at build time: the profile need not be found
+    assert default_today(Bundle(bundle)) == (date(2024, 6, 1), "profile no-such-profile time.end")
+    del manifest["profile"]["end"]
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
     day, source = default_today(Bundle(bundle))
     assert source == "latest date in the data"
     assert date(2024, 5, 1) < day <= date(2024, 6, 1)
@@ -322,3 +327,91 @@ def test_full_text_index_holds_the_search_tokens_of_the_stored_texts(bundle: Pat
         # nothing indexed for a record or field the table does not hold
         assert set(indexed) <= folded, (spec.name, sorted(set(indexed) - folded)[:5])
     assert checked > 1000
+
+
+def _dump(path: Path) -> dict[str, Any]:
+    """Every object table's rows in rowid order, its full-text index's (term, doc, column, offset) rows, and
+    the planner's statistics: what a query can see of a store."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            if not r[0].startswith(("fts_", "sqlite_", "orgseed_"))
+        ]
+        out: dict[str, Any] = {}
+        for t in tables:
+            out[t] = conn.execute(f'SELECT rowid, * FROM "{t}" ORDER BY rowid').fetchall()
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (f"fts_{t}",)).fetchone():
+                conn.execute(f'CREATE VIRTUAL TABLE temp."v_{t}" USING fts5vocab(main, "fts_{t}", instance)')
+                out[f"fts_{t}"] = conn.execute(
+                    f'SELECT term, doc, col, offset FROM temp."v_{t}" ORDER BY term, doc, col, offset'
+                ).fetchall()
+        out["stats"] = sorted(conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1").fetchall())
+        out["indexes"] = sorted(
+            conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall()
+        )
+        meta = dict(conn.execute("SELECT key, value FROM orgseed_meta").fetchall())
+        meta.pop("built")
+        out["meta"] = meta
+        return out
+    finally:
+        conn.close()
+
+
+def test_built_an_object_at_a_time_in_any_order_it_is_the_same_store(bundle: Path, tmp_path: Path) -> None:
+    """StoreBuilder (the sidecar loads objects as a build writes them): objects loaded in reverse order, one of
+    them twice, then finished, give the store `ensure_store` builds in the model's order: the same rows,
+    index, statistics and meta."""
+    from orgs.bundle import Bundle
+    from orgs.local.computed import local_model
+    from orgs.local.store import StoreBuilder, org_facts
+
+    whole = _dump(Store.open(bundle).path)
+    (bundle / STORE_FILE).unlink()
+    model = local_model(load_model())
+    b = Bundle(bundle)
+    builder = StoreBuilder(b, model)
+    facts = org_facts(b, model)
+    names = [s.name for s in model]
+    for name in reversed(names[1:]):  # the first object is left for `finish`
+        builder.load(name, facts)
+    builder.load(names[-1], facts)
+    assert not (bundle / STORE_FILE).exists()  # nothing in place before it is finished
+    builder.finish()
+    assert _dump(bundle / STORE_FILE) == whole
+    assert not Store.open(bundle).info.rebuilt  # its meta is what an up-to-date store records
+
+
+def test_an_object_changed_after_it_was_loaded_is_loaded_again(bundle: Path) -> None:
+    from orgs.bundle import Bundle
+    from orgs.local.computed import local_model
+    from orgs.local.store import StoreBuilder, org_facts
+
+    model = local_model(load_model())
+    b = Bundle(bundle)
+    builder = StoreBuilder(b, model)
+    builder.load("Issue__c", org_facts(b, model))
+    path = bundle / "data" / "Issue__c.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")  # drop the last issue after it was loaded
+    builder.finish()
+    store = Store.open(bundle)
+    assert not store.info.rebuilt
+    count = store.connection().execute('SELECT COUNT(*) FROM "Issue__c"').fetchone()[0]
+    assert count == len(lines) - 2  # the header and the issue dropped
+
+
+def test_an_abandoned_build_leaves_nothing(bundle: Path) -> None:
+    from orgs.bundle import Bundle
+    from orgs.local.computed import local_model
+    from orgs.local.store import StoreBuilder, org_facts
+
+    model = local_model(load_model())
+    b = Bundle(bundle)
+    builder = StoreBuilder(b, model)
+    builder.load("Account", org_facts(b, model))
+    builder.abandon()
+    assert sorted(p.name for p in bundle.iterdir() if p.name.startswith(STORE_FILE)) == []
+    with pytest.raises(RuntimeError, match="finished or abandoned"):
+        builder.load("Contact", org_facts(b, model))

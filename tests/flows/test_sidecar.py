@@ -70,6 +70,18 @@ def check_once_the_sidecar_is_gone(root: Any, *args: Any) -> Any:
 real_check_through_the_org = build_module.check_tasks_through_the_org
 
 
+def _small(tmp_path: Path, engine: Engine = "local", sidecar: bool = True, **more: Any) -> BuildOptions:
+    """Options of a build of the small profile into tmp_path/b."""
+    return BuildOptions(
+        profile=str(SMALL_PROFILE),
+        out=str(tmp_path / "b"),
+        force=True,
+        engine=engine,
+        sidecar=sidecar,
+        **more,
+    )
+
+
 def _stages(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     stages: dict[str, dict[str, Any]] = manifest["timings"]["stages"]
     return stages
@@ -79,10 +91,7 @@ def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_s
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(build_module, "validate_bundle", validate_once_tasks_exist)
-    opts = BuildOptions(
-        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine="local", sidecar=True
-    )
-    report = run_build(opts)
+    report = run_build(_small(tmp_path))
     expected = json.loads((small_bundle / "manifest.json").read_text())  # built without a sidecar
     assert report.manifest["data_sha256"] == expected["data_sha256"]
     assert report.manifest["files"] == expected["files"]  # the task files and reports too
@@ -107,10 +116,7 @@ def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_s
 
 
 def test_without_a_sidecar_the_stages_run_one_after_the_other(small_bundle: Path, tmp_path: Path) -> None:
-    opts = BuildOptions(
-        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine="local", sidecar=False
-    )
-    stages = _stages(run_build(opts).manifest)
+    stages = _stages(run_build(_small(tmp_path, sidecar=False)).manifest)
     order = sorted(stages, key=lambda n: stages[n]["start"])
     assert order == ["generate", "world", "validate", "tasks", "tasks.check", "tasks.check_api", "fidelity"]
     for a, b in itertools.pairwise(order):
@@ -141,10 +147,7 @@ def test_a_failed_sidecar_stage_is_retried_alone_under_prefect(
     counter = tmp_path / "attempts"
     monkeypatch.setenv(COUNTER, str(counter))  # the sidecar is spawned by the flow: it inherits it
     monkeypatch.setattr(build_module, "validate_bundle", validate_failing_once)
-    opts = BuildOptions(
-        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), shards=2, force=True, sidecar=True
-    )
-    report = run_build(opts)
+    report = run_build(_small(tmp_path, engine="prefect", shards=2))
     assert counter.read_text() == "2"
     expected = json.loads((small_bundle / "manifest.json").read_text())
     assert report.manifest["files"] == expected["files"]
@@ -170,10 +173,7 @@ def test_the_sidecar_ends_after_its_last_stage_while_the_check_through_the_org_r
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch, engine: Engine
 ) -> None:
     monkeypatch.setattr(build_module, "check_tasks_through_the_org", check_once_the_sidecar_is_gone)
-    opts = BuildOptions(
-        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine=engine, sidecar=True
-    )
-    report = run_build(opts)
+    report = run_build(_small(tmp_path, engine=engine))
     stages = _stages(report.manifest)
     sidecar_stages = ("store", "validate", "tasks.check")
     assert all(stages[n]["where"].startswith("sidecar (pid ") for n in sidecar_stages)
@@ -284,10 +284,7 @@ def test_a_failed_store_stage_leaves_the_store_to_the_check_through_the_org(
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(answer_check, "build_store_as_written", store_stage_failing)
-    opts = BuildOptions(
-        profile=str(SMALL_PROFILE), out=str(tmp_path / "b"), force=True, engine="local", sidecar=True
-    )
-    report = run_build(opts)
+    report = run_build(_small(tmp_path))
     stages = _stages(report.manifest)
     assert (
         stages["store"]["error"].startswith("OSError: ") and "planted by the test" in stages["store"]["error"]

@@ -273,19 +273,32 @@ def test_agent_task_solvers_match_the_policy_by_masks(default_bundle: Path) -> N
     assert seen > 300  # most windows have candidates: the comparison is not vacuous
 
 
+def _busy_products(data: OrgData) -> list[str]:
+    """Products with at least 5 cases: enough for several months or issues to compete."""
+    per_product = data.cases["_product"].value_counts()
+    return sorted(per_product.index[per_product >= 5])
+
+
+def _product_window(
+    data: OrgData, rng: random.Random, products: list[str]
+) -> tuple[str, Any, dict[str, Any]]:
+    """A random product and relative window (a month or a quarter, 1-8 back from a random day), with the
+    task parameters naming them."""
+    product = rng.choice(products)
+    today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
+    w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
+    return product, w, {"product_id": product, **w.params}
+
+
 def test_monthly_trend_solver_matches_the_policy_by_masks(default_bundle: Path) -> None:
     """MTA's month counts (numpy over each product's dates) equal counting the product's cases created in
     [start, end) by month name with pandas, candidates in value_counts order, over many windows."""
     data = OrgData(default_bundle)
     rng = random.Random(11)
-    per_product = data.cases["_product"].value_counts()
-    products = sorted(per_product.index[per_product >= 5])  # enough cases for several months to compete
+    products = _busy_products(data)
     seen = 0
     for _ in range(300):
-        product = rng.choice(products)
-        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
-        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
-        params = {"product_id": product, **w.params}
+        product, w, params = _product_window(data, rng, products)
         c = data.cases[data.cases["_product"] == product]
         c = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] < w.end)]
         expected = c["CreatedDate"].dt.month.map(lambda m: MONTHS[m - 1]).value_counts()
@@ -322,14 +335,10 @@ def test_top_issue_solver_matches_the_policy_by_masks(default_bundle: Path) -> N
     product's cases created in [start, end] (both included), candidates in value_counts order."""
     data = OrgData(default_bundle)
     rng = random.Random(17)
-    per_product = data.cases["_product"].value_counts()
-    products = sorted(per_product.index[per_product >= 5])
+    products = _busy_products(data)
     seen = 0
     for _ in range(300):
-        product = rng.choice(products)
-        today = data.span_start.date() + timedelta(days=rng.randint(30, 1200))
-        w = relative_window(today, rng.choice(["month", "quarter"]), rng.randint(1, 8))
-        params = {"product_id": product, **w.params}
+        product, w, params = _product_window(data, rng, products)
         c = data.cases[data.cases["_product"] == product]
         expected = c[(c["CreatedDate"] >= w.start) & (c["CreatedDate"] <= w.end)]["IssueId__c"].value_counts()
         got = solve_top_issue(data, params).candidates

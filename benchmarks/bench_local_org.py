@@ -764,16 +764,17 @@ def main() -> None:
                 flush=True,
             )
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, today {date.today()}")
-    results = (
-        []
-        if args.ingest_only
-        else [bench_scale(s, args.reps, args.variants, args.profile, args) for s in args.scales]
-    )
-    ingests = [bench_ingest(s) for s in args.scales] if (args.ingest or args.ingest_only) else []
-    for r in results:
-        report(r)
-    for i in ingests:
-        report_ingest(i)
+    # each part is reported as soon as it is measured (a scale-100 ingest takes many minutes)
+    results: list[dict[str, Any]] = []
+    for s in [] if args.ingest_only else args.scales:
+        results.append(bench_scale(s, args.reps, args.variants, args.profile, args))
+        report(results[-1])
+        sys.stdout.flush()
+    ingests: list[dict[str, Any]] = []
+    for s in args.scales if (args.ingest or args.ingest_only) else []:
+        ingests.append(bench_ingest(s))
+        report_ingest(ingests[-1])
+        sys.stdout.flush()
     if args.json:
         args.json.write_text(json.dumps({"queries": results, "ingest": ingests}, indent=2))
 

@@ -10,10 +10,11 @@ Each build is `orgseed build --scale S` in a child process (`--no-prefect`: in-p
 Every 0.1 s this script sums the resident set size (RSS) of the child and all its descendants (the Dask
 scheduler, nannies and workers, the answer check's worker processes) with psutil; a stage's peak memory is
 the largest sum sampled while it ran. The stages and their start times come from the bundle's manifest
-(`/timings/stages`, written by flows/build.py): generate (synthesis, texts and CSV writing), world,
-validate, tasks (building the instances), tasks.check (the independent re-derivation from the CSVs),
-fidelity (the text fidelity figures), tasks.check_api (the store build, the SOQL check in process, the HTTP
-sample; on Dask from its first part's start to its last part's end). Stages that run concurrently (the
+(`/timings/stages`, written by flows/build.py): generate (synthesis, texts and CSV writing), store (with a
+sidecar: the org's store, loaded there an object at a time while generation writes them; its seconds include
+waiting for them), world, validate, tasks (building the instances), tasks.check (the independent re-derivation
+from the CSVs), fidelity (the text fidelity figures), tasks.check_api (the store build when no sidecar built
+it, the SOQL check in process, the HTTP sample; on Dask from its first part's start to its last part's end). Stages that run concurrently (the
 sidecar, a cluster) overlap in time, and a stage's seconds may include waiting for a worker. records/s = all
 rows of the 16 objects / the stage's seconds.
 
@@ -73,7 +74,7 @@ from typing import Any
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("generate", "world", "validate", "tasks", "tasks.check", "fidelity", "tasks.check_api")
+STAGES = ("generate", "store", "world", "validate", "tasks", "tasks.check", "fidelity", "tasks.check_api")
 
 
 class TreeSampler:

@@ -793,7 +793,7 @@ async def build_bundle(
                 validated(await validating)
     finally:
         if side is not None and storing is not None and not storing.done():
-            side.withdraw()  # generation failed: the store stage stops waiting for objects
+            side.withdraw()  # the build failed before the store was done: its stage stops waiting for objects
         await settled(storing)
         held.close()
         # The last text is written (generation, task drafts and paraphrases): stop the writer, flush its

@@ -16,19 +16,18 @@ Only the outcome (verdicts, counts) depends on the data; which worker checked wh
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import math
 import multiprocessing
 import os
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from schemas.gcpause import fewer_collections
 
 HTTP_SHARE = 0.05  # of the instances re-derived over HTTP as well
 HTTP_MIN = 10
@@ -37,7 +36,6 @@ PARALLEL_FROM_CASES = 20_000  # below this many cases a worker's start-up (~1.5 
 # Ids per list in one query in process (CRMArena's tools over HTTP: 150, for URL lengths). Measured at scale 40
 # on one process: 2,071 queries in 30.4 s instead of 9,010 in 39.3 s; the rows are the same.
 IN_PROCESS_CHUNK = 2000
-GC_FIRST_THRESHOLD = 100_000  # allocations between two young collections during the check (default 700)
 
 
 @dataclass
@@ -76,35 +74,6 @@ def _partition(lines: list[dict[str, Any]], parts: int) -> list[list[int]]:
     ordered = sorted(lines, key=lambda g: (str(g["task"]), int(g["idx"])))
     size = math.ceil(len(ordered) / parts) if ordered else 0
     return [[int(g["idx"]) for g in ordered[i : i + size]] for i in range(0, len(ordered), size or 1)]
-
-
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_saved: tuple[int, int, int] | None = None
-
-
-@contextlib.contextmanager
-def fewer_collections(first: int = GC_FIRST_THRESHOLD) -> Iterator[None]:
-    """The cyclic garbage collector's first threshold raised to `first` allocations inside the block (the
-    previous thresholds back after the last block of any thread ends). The check makes millions of
-    short-lived tuples and dicts (tokens of long IN lists, rows, records) and keeps many of them a while:
-    at the default threshold (700) the collector ran every few hundred of them and walked the survivors
-    again and again (scale 10: ~0.4 of the check's ~2.7 CPU-s; tokenizing the check's long queries took
-    0.55 s with it and 0.25 s without). Nothing is left uncollected: only collected less often."""
-    global _gc_users, _gc_saved
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_saved = gc.get_threshold()
-            gc.set_threshold(max(first, _gc_saved[0]), _gc_saved[1], _gc_saved[2])
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_saved is not None:
-                gc.set_threshold(*_gc_saved)
-                _gc_saved = None
 
 
 CHECK_CACHE_KIB = 8_192  # SQLite's page cache per connection of the in-process check

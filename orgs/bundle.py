@@ -37,7 +37,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -279,15 +279,19 @@ def _to_csv_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def _csv_lines(frame: pd.DataFrame) -> list[str]:
-    """The CSV of `frame` as the header's text, then each row's (the C writer writes one row per call)."""
+    """The CSV of `frame` as the header's text, then each row's."""
+    header = [str(c) for c in frame.columns]
+    return _csv_text([header, *zip(*[_cells(frame[c]) for c in frame.columns], strict=True)])
+
+
+def _csv_text(rows: Iterable[Sequence[Any]]) -> list[str]:
+    """Each row's CSV text (RFC 4180, minimal quoting, LF), by the C writer, which writes one row per call."""
     lines: list[str] = []
 
     class Sink:
         write = lines.append
 
-    writer = csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    writer.writerow([str(c) for c in frame.columns])
-    writer.writerows(zip(*[_cells(frame[c]) for c in frame.columns], strict=True))
+    csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL).writerows(rows)
     return lines
 
 
@@ -353,14 +357,7 @@ def _csv_cells(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[Any]]:
 def _row_lines(spec: ObjectSpec, frame: pd.DataFrame) -> list[str]:
     """The CSV text of each row of `frame`: `_csv_lines(format_frame(spec, frame))[1:]`, formatted by
     `_csv_cells`."""
-    lines: list[str] = []
-
-    class Sink:
-        write = lines.append
-
-    writer = csv.writer(Sink(), lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    writer.writerows(zip(*_csv_cells(spec, frame), strict=True))
-    return lines
+    return _csv_text(zip(*_csv_cells(spec, frame), strict=True))
 
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps(v, separators=(",", ":")), made once

@@ -77,16 +77,12 @@ def strip_fences(query: str) -> str:
 
 def tidy_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """CRMArena's post-processing: drop `attributes`; drop keys (of the first row) null in every row."""
-    if not rows:
-        return []
     copies = []
     for r in rows:  # a copy less its `attributes` (faster than a filtering comprehension per row)
         c = dict(r)
         c.pop("attributes", None)
         copies.append(c)
-    rows = copies
-    empty = {k for k in rows[0] if all(r.get(k) is None for r in rows)}
-    return [{k: v for k, v in r.items() if k not in empty} for r in rows] if empty else rows
+    return _drop_null_keys(copies)
 
 
 def _drop_null_keys(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -79,6 +79,11 @@ def _getter(cols: list[int]) -> Callable[[Row], tuple[Any, ...]]:
     return itemgetter(*cols)
 
 
+def _plain_records(keys: list[str], cols: list[int], rows: list[Row]) -> list[dict[str, Any]]:
+    """`{keys[i]: row[cols[i]]}` for every row, each step in C (no Python frame per row)."""
+    return list(map(dict, map(zip, repeat(tuple(keys)), map(_getter(cols), rows))))
+
+
 def _estimated_bytes(rows: list[Row]) -> int:
     """About how much memory `rows` hold (measured on up to 200 rows spread over them)."""
     if not rows:
@@ -313,18 +318,13 @@ class LocalOrg:
                 records = [self.aggregate_record(plan, r) for r in rows]
                 for rec in records:
                     del rec["attributes"]
-            else:  # aggregate_record's keys and values, less `attributes`, each step in C
-                keys = tuple(c.key for c in plan.columns)
-                get = _getter([c.col for c in plan.columns])
-                records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
+            else:  # aggregate_record's keys and values, less `attributes`
+                records = _plain_records([c.key for c in plan.columns], [c.col for c in plan.columns], rows)
             return records, _sqlite_native(rows)
         assert plan.shape is not None
         items = plan.shape.items
         if all(type(it) is FieldOut for it in items):
-            keys = tuple(it.key for it in items)
-            get = _getter([it.col for it in items])  # type: ignore[union-attr]
-            # dict(zip(keys, get(row))) for every row, each step in C (no Python frame per row)
-            records = list(map(dict, map(zip, repeat(keys), map(get, rows))))
+            records = _plain_records([it.key for it in items], [it.col for it in items], rows)  # type: ignore[union-attr]
             booleans = [(it.key, it.col) for it in items if it.boolean]  # type: ignore[union-attr]
             for key, col in booleans:
                 for rec, r in zip(records, rows, strict=True):

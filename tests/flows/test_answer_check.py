@@ -190,32 +190,3 @@ def test_bare_records_of_a_refused_query_raise_the_orgs_error(default_bundle: Pa
     finally:
         org.close()
     assert caught.value.content[0]["errorCode"] == "INVALID_FIELD"  # type: ignore[attr-defined]
-
-
-def test_fewer_collections_raises_the_first_threshold_and_restores_it() -> None:
-    import gc
-    import threading
-
-    from flows.answer_check import fewer_collections
-
-    before = gc.get_threshold()
-    inside: list[tuple[int, int, int]] = []
-    entered, leave = threading.Event(), threading.Event()
-
-    def other() -> None:
-        with fewer_collections(before[0] + 5000):
-            entered.set()
-            leave.wait(10)
-            inside.append(gc.get_threshold())
-
-    t = threading.Thread(target=other)
-    with fewer_collections(before[0] + 1000):
-        assert gc.get_threshold() == (before[0] + 1000, before[1], before[2])
-        t.start()
-        entered.wait(10)
-    # the other thread's block is still open: the raised threshold stays until it ends
-    assert gc.get_threshold()[0] > before[0]
-    leave.set()
-    t.join(10)
-    assert inside and inside[0][0] > before[0]
-    assert gc.get_threshold() == before

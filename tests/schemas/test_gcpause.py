@@ -1,4 +1,5 @@
-"""schemas/gcpause: the frozen heap is frozen only inside the outermost block, and nothing frozen is leaked."""
+"""schemas/gcpause: the frozen heap is frozen only inside the outermost block, and nothing frozen is leaked; a
+raised collection threshold is restored once the last block ends."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import gc
 import threading
 import weakref
 
-from schemas.gcpause import heap_frozen
+from schemas.gcpause import fewer_collections, heap_frozen
 
 
 class _Node:
@@ -58,3 +59,27 @@ def test_blocks_in_threads_thaw_once_the_last_one_ends() -> None:
     for t in threads:
         t.join()
     assert gc.get_freeze_count() == 0
+
+
+def test_fewer_collections_raises_the_first_threshold_and_restores_it() -> None:
+    before = gc.get_threshold()
+    inside: list[tuple[int, int, int]] = []
+    entered, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with fewer_collections(before[0] + 5000):
+            entered.set()
+            leave.wait(10)
+            inside.append(gc.get_threshold())
+
+    t = threading.Thread(target=other)
+    with fewer_collections(before[0] + 1000):
+        assert gc.get_threshold() == (before[0] + 1000, before[1], before[2])
+        t.start()
+        entered.wait(10)
+    # the other thread's block is still open: the raised threshold stays until it ends
+    assert gc.get_threshold()[0] > before[0]
+    leave.set()
+    t.join(10)
+    assert inside and inside[0][0] > before[0]
+    assert gc.get_threshold() == before

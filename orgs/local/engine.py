@@ -34,6 +34,7 @@ from orgs.local.soql import Plan, compile_soql
 from orgs.local.soql.filters import ID_RE, to18
 from orgs.local.soql.plan import ChildOut, FieldOut, RecordShape
 from orgs.local.soql.scope import NO_SUCH_COLUMN, quote
+from orgs.local.soql.shapes import ShapePlan, shape_of
 from orgs.local.sosl import SearchPlan, compile_sosl, register_matcher
 from orgs.local.store import CACHE_KIB, MMAP_BYTES, Store
 from schemas.model import ObjectSpec, OrgModel, load_model
@@ -194,7 +195,8 @@ class LocalOrg:
         else:
             self.today, self.today_source = today, "given"
         self.org_id = "00D" + self.manifest["data_sha256"][:12].upper() + "AAA"
-        self._plans: OrderedDict[str, Plan | SearchPlan] = OrderedDict()
+        # plans by query text, SOSL plans, and shape plans (`soql/shapes.py`; None: a shape not bound so)
+        self._plans: OrderedDict[str, Plan | SearchPlan | ShapePlan | None] = OrderedDict()
         self._cursors: OrderedDict[str, Cursor] = OrderedDict()
         self._lock = threading.Lock()
         self.builders = Builders()
@@ -207,13 +209,35 @@ class LocalOrg:
             if isinstance(found, Plan):
                 self._plans.move_to_end(soql)
                 return found
-        plan = compile_soql(soql, self.model, self.today)
+        plan = self._shaped_plan(soql)
         if len(soql) <= PLAN_CACHE_MAX_TEXT:
-            with self._lock:
-                self._plans[soql] = plan
-                if len(self._plans) > PLAN_CACHE:
-                    self._plans.popitem(last=False)
+            self._keep_plan(soql, plan)
         return plan
+
+    def _shaped_plan(self, soql: str) -> Plan:
+        """The plan of a query not cached by its text: its shape's plan with its literals bound, when the
+        shape was met before and binds (`soql/shapes.py`), else compiled."""
+        shape = shape_of(soql)
+        if shape is None:
+            return compile_soql(soql, self.model, self.today)
+        key = "\x00shape\x00" + shape.key
+        with self._lock:
+            known = key in self._plans
+            found = self._plans.get(key)
+            if known:
+                self._plans.move_to_end(key)
+        if isinstance(found, ShapePlan):
+            return found.bind(shape.lifted)
+        plan = compile_soql(soql, self.model, self.today)
+        if not known and shape.distinct:
+            self._keep_plan(key, ShapePlan.learn(soql, shape, plan, self.model, self.today))
+        return plan
+
+    def _keep_plan(self, key: str, plan: Plan | SearchPlan | ShapePlan | None) -> None:
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > PLAN_CACHE:
+                self._plans.popitem(last=False)
 
     def run_soql(self, soql: str) -> tuple[Plan, list[Row]]:
         """Compile and run a query: its plan and all its SQL rows (for REST paging, Bulk, ground truth)."""
@@ -447,10 +471,7 @@ class LocalOrg:
             return found
         plan = compile_sosl(sosl, self.model, self.today)
         if len(sosl) <= PLAN_CACHE_MAX_TEXT:
-            with self._lock:
-                self._plans[key] = plan
-                if len(self._plans) > PLAN_CACHE:
-                    self._plans.popitem(last=False)
+            self._keep_plan(key, plan)
         return plan
 
     def search(self, sosl: str, version: str = API_VERSION) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 `tokens.py` (positions) → `parser.py` + `conditions.py` (the tree in `ast.py`) → `to_sql.py` with
 `scope.py` (names → columns and joins), `filters.py` (WHERE/HAVING), `functions.py` (aggregate and date
-functions) and `dates.py` (relative date ranges). The result is a `plan.Plan`.
+functions) and `dates.py` (relative date ranges). The result is a `plan.Plan`. `shapes.py` lets the engine
+compile queries that differ only in their ids and dates once (`LocalOrg.plan`).
 """
 
 from __future__ import annotations

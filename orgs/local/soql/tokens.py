@@ -360,22 +360,25 @@ class _Lexer:
                 f"line {self.line}:{zend - self.line_start} no viable alternative at character '{shown}'",
                 zend,
             )
-        invalid = self.fail(
-            f"Invalid datetime: {src[start : zm.end()]}. Datetimes are written YYYY-MM-DDThh:mm:ssZ or with "
-            "an offset from -23:59 to +23:59 (+hh:mm), between 0001-01-01 and 9999-12-31 in UTC.",
-            start,
-        )
+
+        def invalid() -> SoqlTokenError:
+            return self.fail(
+                f"Invalid datetime: {src[start : zm.end()]}. Datetimes are written YYYY-MM-DDThh:mm:ssZ or "
+                "with an offset from -23:59 to +23:59 (+hh:mm), between 0001-01-01 and 9999-12-31 in UTC.",
+                start,
+            )
+
         tz = UTC
         if zm.group(1):
             if int(zm.group(2)) > 23 or int(zm.group(3)) > 59:
-                raise invalid
+                raise invalid()
             minutes = int(zm.group(2)) * 60 + int(zm.group(3))
             tz = timezone(timedelta(minutes=minutes if zm.group(1) == "+" else -minutes))
         micro = int((frac[1:] + "000000")[:6]) if frac else 0
         try:
             value = datetime(y, mo, d, hh, mi, ss, micro, tzinfo=tz).astimezone(UTC)
         except (ValueError, OverflowError):
-            raise invalid from None
+            raise invalid() from None
         end = zm.end()
         if end < len(src) and (src[end].isalnum() or src[end] == "_"):
             raise self.fail(

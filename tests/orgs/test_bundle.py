@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from orgs.bundle import (
     Bundle,
     BundleError,
     _csv_lines,
+    _csv_rows,
     _row_lines,
     data_digest,
     format_frame,
@@ -230,6 +232,46 @@ def _object_frames(draw: st.DrawFn) -> tuple[Any, pd.DataFrame]:
     n = draw(st.integers(min_value=0, max_value=12))
     frame = pd.DataFrame({f.name: draw(_column(f.type, n)) for f in spec.fields}, index=range(n))
     return spec, frame
+
+
+class _Label(str):
+    """A str subclass whose str() differs from its text: the csv writer writes the text."""
+
+    def __str__(self) -> str:
+        return "label"
+
+
+_TEXTS = _TEXT.filter(lambda t: isinstance(t, str))
+# what a cell may hold, kind by kind: a column holds one kind (as a frame's column does) or any mix of them
+_KINDS = [
+    _TEXT,
+    st.integers(-(10**20), 10**20),
+    st.floats(),
+    st.booleans(),
+    st.integers(0, 999).map(np.int64),
+    st.floats(allow_nan=False).map(np.float64),
+    _TEXTS.map(np.str_),
+    _TEXTS.map(_Label),
+]
+
+
+@st.composite
+def _cell_columns(draw: st.DrawFn) -> list[list[Any]]:
+    width = draw(st.integers(min_value=0, max_value=4))
+    n = draw(st.integers(min_value=0, max_value=6))
+    kinds = [draw(st.sampled_from([*_KINDS, st.one_of(*_KINDS)])) for _ in range(width)]
+    return [draw(st.lists(kind, min_size=n, max_size=n)) for kind in kinds]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cell_columns())
+def test_csv_rows_are_what_the_csv_writer_writes(columns: list[list[Any]]) -> None:
+    """`_csv_rows` writes, column by column, the text Python's csv writer writes row by row (QUOTE_MINIMAL,
+    LF): None empty, other values as str() makes them (a str subclass as its text), quotes doubled, a cell
+    with a comma, quote or line feed quoted, a lone empty cell quoted, a carriage return left bare."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL).writerows(zip(*columns, strict=True))
+    assert "".join(_csv_rows(columns)) == out.getvalue()
 
 
 @settings(max_examples=300, deadline=None)

@@ -386,7 +386,8 @@ def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
     latent = frame[cols].copy()
     for c in latent.columns:
         if latent[c].dtype.kind == "M":
-            latent[c] = datetime_column(latent[c])
+            fast = _fast_datetimes(latent[c], "s")  # "" for NaT: the same empty cell as datetime_column's None
+            latent[c] = datetime_column(latent[c]) if fast is None else fast
         elif latent[c].dtype.kind == "b":
             latent[c] = bool_column(latent[c])
         elif latent[c].dtype == object and len(latent) and isinstance(latent[c].iloc[0], list | dict):

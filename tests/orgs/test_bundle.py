@@ -35,6 +35,7 @@ from orgs.bundle import (
     split_rows,
     utf8_lines,
 )
+from schemas.formats import datetime_column
 from schemas.model import load_model
 
 MODEL = load_model()
@@ -306,3 +307,43 @@ def test_written_object_is_the_reference_csv(
         written = [(root / entry.path).read_bytes()]
     assert written == expected
     assert entry.sha256 == hashlib.sha256(b"".join(lines)).hexdigest() and entry.rows == len(frame)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), _SECONDS), min_size=1, max_size=8),
+    st.sampled_from(["s", "ms", "ns"]),
+)
+def test_latent_datetimes_are_written_as_the_formatter_writes_them(
+    tmp_path_factory: pytest.TempPathFactory, seconds: list[int | None], unit: str
+) -> None:
+    """A latent datetime column is written as schemas/formats.py `datetime_column` formats it (NaT empty),
+    whatever its unit, beside latent lists (compact JSON) and flags."""
+    spec = MODEL.get("Issue__c")
+    n = len(seconds)
+    stamps = pd.Series(
+        [None if s is None else pd.Timestamp(s, unit="s") for s in seconds], dtype="datetime64[ns]"
+    )
+    frame = pd.DataFrame(
+        {
+            "Id": [f"a1MWs0000012u7{i:04d}" for i in range(n)],
+            "Name": ["x"] * n,
+            "Description__c": [None] * n,
+            "_when": stamps.astype(f"datetime64[{unit}]"),
+            "_flag": [i % 2 == 0 for i in range(n)],
+            "_chain": [[i, "a,b"] for i in range(n)],
+        }
+    )
+    root = tmp_path_factory.mktemp("latent")
+    Bundle(root).write_object(spec, frame)
+    expected = pd.DataFrame(
+        {
+            "Id": frame["Id"],
+            "_when": datetime_column(frame["_when"]),
+            "_flag": ["true" if i % 2 == 0 else "false" for i in range(n)],
+            "_chain": [json.dumps(v, separators=(",", ":")) for v in frame["_chain"]],
+        }
+    )
+    out = io.StringIO()
+    expected.to_csv(out, index=False, lineterminator="\n")
+    assert (root / "latent" / "Issue__c.csv").read_text(encoding="utf-8") == out.getvalue()

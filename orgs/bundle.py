@@ -386,7 +386,8 @@ def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
     latent = frame[cols].copy()
     for c in latent.columns:
         if latent[c].dtype.kind == "M":
-            fast = _fast_datetimes(latent[c], "s")  # "" for NaT: the same empty cell as datetime_column's None
+            # NaT as "": the same empty cell as datetime_column's None
+            fast = _fast_datetimes(latent[c], "s")
             latent[c] = datetime_column(latent[c]) if fast is None else fast
         elif latent[c].dtype.kind == "b":
             latent[c] = bool_column(latent[c])

@@ -316,7 +316,8 @@ def _quoted(text: str) -> str:
 def _cells(col: pd.Series) -> list[Any]:
     """A column's values as the csv writer receives them: None and NaN of a text column as ""."""
     values = col.tolist()
-    if col.dtype == object or str(col.dtype) in ("str", "string"):
+    # `hasnans` (pd.isna, in C) finds every None and NaN, and more: a column without any has nothing to blank
+    if (col.dtype == object or str(col.dtype) in ("str", "string")) and col.hasnans:
         values = ["" if v is None or (isinstance(v, float) and v != v) else v for v in values]
     return values
 
@@ -362,7 +363,14 @@ def _csv_cells(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[Any]]:
         elif f.type == "boolean":
             if col.dtype == bool:
                 values = np.where(col.to_numpy(), "true", "false").astype(object).tolist()
-        elif f.type not in ("currency", "double", "int"):  # text: the value itself, "" for null
+        elif f.type in ("currency", "double", "int"):
+            if col.dtype == np.float64:  # money_column / number_column of each value, without pandas' map
+                floats = col.tolist()
+                if f.type == "currency":
+                    values = [format(v, ".2f") if v == v else "" for v in floats]
+                else:
+                    values = [("" if v != v else str(int(v)) if v.is_integer() else repr(v)) for v in floats]
+        else:  # text: the value itself, "" for null
             arr = col.to_numpy(dtype=object, copy=True)
             arr[_null_mask(arr)] = ""
             values = arr.tolist()

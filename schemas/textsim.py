@@ -46,7 +46,6 @@ MIN_AGREEMENT = 0.35
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0xD6E8FEB86659FD93))
 _ADD = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5))
 _EMPTY = np.uint64(2**64 - 1)
-_WORD_HASH: dict[bytes, int] = {}  # a word's UTF-8 bytes -> its hash
 
 
 def shingles(text: str | None, k: int = 3) -> frozenset[str]:
@@ -105,6 +104,18 @@ def _word_hash(word: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
 
 
+class _WordHashes(dict[bytes, int]):
+    """A word's UTF-8 bytes -> its hash (`_word_hash`), computed on its first lookup and kept: looking up a
+    text's words in C (`map(hashes.__getitem__, words)`) hashes only the words never seen."""
+
+    def __missing__(self, word: bytes) -> int:
+        value = self[word] = _word_hash(word)
+        return value
+
+
+_WORD_HASH = _WordHashes()
+
+
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
@@ -147,8 +158,6 @@ def _batch_hashes(texts: Sequence[str | None], lo: int, hi: int, counts: np.ndar
                 found = low.encode("ascii").translate(_ASCII_WORDS).split()
             else:
                 found = [w.encode() for w in WORD.findall(low)]
-            for w in set(found).difference(cache):
-                cache[w] = _word_hash(w)
             words.extend(map(cache.__getitem__, found))
             counts[i] = len(found)
     n = len(words)

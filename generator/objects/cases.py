@@ -149,7 +149,8 @@ class CaseGenerator(ObjectGenerator):
 
         # Handle time and status.
         speed = agents["speed"].to_numpy()
-        speed_mix = np.array([np.exp(np.mean(np.log(speed[c]))) for c in chains])
+        # each chain's geometric mean speed: np.mean's sum and division, without its Python wrapper
+        speed_mix = np.array([np.exp(np.add.reduce(np.log(speed[c])) / len(c)) for c in chains])
         cust = world.customers
         state_idx = cust["state_idx"].to_numpy()[customer]
         region = world.region_speed_at(state_idx, created)

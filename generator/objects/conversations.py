@@ -290,8 +290,8 @@ class EmailMessageGenerator(ObjectGenerator):
             by_case[case_pos[req.key]] = msgs
         lands = LANDS_IN[TextKind.EMAIL_THREAD]
         columns: dict[str, list[Any]] = {name: [] for _, name in lands.values()}
-        for pos, seq in zip(frame["_case"], frame["_seq"], strict=True):
-            msg = by_case[int(pos)][int(seq)]
+        for pos, seq in zip(frame["_case"].tolist(), frame["_seq"].tolist(), strict=True):
+            msg = by_case[pos][seq]
             for key, (_, name) in lands.items():
                 columns[name].append(msg[key])
         for name, values in columns.items():

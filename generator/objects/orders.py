@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -57,7 +55,7 @@ class OrderGenerator(ObjectGenerator):
         end = np.datetime64(ctx.world.end, "s")
         month_end = np.append(months[1:], end)
         out_cust: list[int] = []
-        out_date: list[Any] = []
+        out_date: list[np.ndarray] = []
         out_seq: list[int] = []
         joined_at = cust["joined"].to_numpy().astype("datetime64[s]")  # whole seconds (world.py)
         for c in rows:
@@ -73,10 +71,10 @@ class OrderGenerator(ObjectGenerator):
             width = np.maximum((hi - lo).astype("timedelta64[D]").astype(int), 1)
             day = lo.astype("datetime64[D]") + rng.integers(0, width).astype("timedelta64[D]")
             out_cust.extend([c] * k)
-            out_date.extend(day.tolist())
+            out_date.append(day)
             out_seq.extend(range(k))
         n = len(out_cust)
-        dates = np.array(out_date, dtype="datetime64[D]").astype("datetime64[s]")
+        dates = np.concatenate([np.zeros(0, dtype="datetime64[D]"), *out_date]).astype("datetime64[s]")
         books = ctx.frame("Pricebook2")
         vf = books["ValidFrom"].to_numpy().astype("datetime64[s]")
         vt = books["ValidTo"].to_numpy().astype("datetime64[s]")
@@ -197,8 +195,8 @@ class OrderItemGenerator(ObjectGenerator):
         product = _pick_in_category(rng.random(n), chosen_cat, books, months, members, cum, offsets)
         # Distinct products within an order: redraw duplicates (rare) from the whole book.
         seen: dict[tuple[int, int], None] = {}
-        for i in range(n):
-            key = (int(order_local[i]), int(product[i]))
+        # the keys as Python ints, read ahead (item i's product changes only at step i, where it is read again)
+        for i, key in enumerate(zip(order_local.tolist(), product.tolist(), strict=True)):
             tries = 0
             while key in seen and tries < 50:
                 c = _row_choice(rng.random(1), pref[i : i + 1])[0]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from orgs.bundle import (
     Bundle,
     BundleError,
     _csv_lines,
+    _csv_rows,
     _row_lines,
     data_digest,
     format_frame,
@@ -33,6 +35,7 @@ from orgs.bundle import (
     split_rows,
     utf8_lines,
 )
+from schemas.formats import datetime_column
 from schemas.model import load_model
 
 MODEL = load_model()
@@ -232,6 +235,46 @@ def _object_frames(draw: st.DrawFn) -> tuple[Any, pd.DataFrame]:
     return spec, frame
 
 
+class _Label(str):
+    """A str subclass whose str() differs from its text: the csv writer writes the text."""
+
+    def __str__(self) -> str:
+        return "label"
+
+
+_TEXTS = _TEXT.filter(lambda t: isinstance(t, str))
+# what a cell may hold, kind by kind: a column holds one kind (as a frame's column does) or any mix of them
+_KINDS = [
+    _TEXT,
+    st.integers(-(10**20), 10**20),
+    st.floats(),
+    st.booleans(),
+    st.integers(0, 999).map(np.int64),
+    st.floats(allow_nan=False).map(np.float64),
+    _TEXTS.map(np.str_),
+    _TEXTS.map(_Label),
+]
+
+
+@st.composite
+def _cell_columns(draw: st.DrawFn) -> list[list[Any]]:
+    width = draw(st.integers(min_value=0, max_value=4))
+    n = draw(st.integers(min_value=0, max_value=6))
+    kinds = [draw(st.sampled_from([*_KINDS, st.one_of(*_KINDS)])) for _ in range(width)]
+    return [draw(st.lists(kind, min_size=n, max_size=n)) for kind in kinds]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cell_columns())
+def test_csv_rows_are_what_the_csv_writer_writes(columns: list[list[Any]]) -> None:
+    """`_csv_rows` writes, column by column, the text Python's csv writer writes row by row (QUOTE_MINIMAL,
+    LF): None empty, other values as str() makes them (a str subclass as its text), quotes doubled, a cell
+    with a comma, quote or line feed quoted, a lone empty cell quoted, a carriage return left bare."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL).writerows(zip(*columns, strict=True))
+    assert "".join(_csv_rows(columns)) == out.getvalue()
+
+
 @settings(max_examples=300, deadline=None)
 @given(_object_frames())
 def test_row_lines_match_the_reference_formatter(case: tuple[Any, pd.DataFrame]) -> None:
@@ -264,3 +307,43 @@ def test_written_object_is_the_reference_csv(
         written = [(root / entry.path).read_bytes()]
     assert written == expected
     assert entry.sha256 == hashlib.sha256(b"".join(lines)).hexdigest() and entry.rows == len(frame)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), _SECONDS), min_size=1, max_size=8),
+    st.sampled_from(["s", "ms", "ns"]),
+)
+def test_latent_datetimes_are_written_as_the_formatter_writes_them(
+    tmp_path_factory: pytest.TempPathFactory, seconds: list[int | None], unit: str
+) -> None:
+    """A latent datetime column is written as schemas/formats.py `datetime_column` formats it (NaT empty),
+    whatever its unit, beside latent lists (compact JSON) and flags."""
+    spec = MODEL.get("Issue__c")
+    n = len(seconds)
+    stamps = pd.Series(
+        [None if s is None else pd.Timestamp(s, unit="s") for s in seconds], dtype="datetime64[ns]"
+    )
+    frame = pd.DataFrame(
+        {
+            "Id": [f"a1MWs0000012u7{i:04d}" for i in range(n)],
+            "Name": ["x"] * n,
+            "Description__c": [None] * n,
+            "_when": stamps.astype(f"datetime64[{unit}]"),
+            "_flag": [i % 2 == 0 for i in range(n)],
+            "_chain": [[i, "a,b"] for i in range(n)],
+        }
+    )
+    root = tmp_path_factory.mktemp("latent")
+    Bundle(root).write_object(spec, frame)
+    expected = pd.DataFrame(
+        {
+            "Id": frame["Id"],
+            "_when": datetime_column(frame["_when"]),
+            "_flag": ["true" if i % 2 == 0 else "false" for i in range(n)],
+            "_chain": [json.dumps(v, separators=(",", ":")) for v in frame["_chain"]],
+        }
+    )
+    out = io.StringIO()
+    expected.to_csv(out, index=False, lineterminator="\n")
+    assert (root / "latent" / "Issue__c.csv").read_text(encoding="utf-8") == out.getvalue()

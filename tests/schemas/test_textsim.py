@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import subprocess
 import sys
@@ -215,3 +216,17 @@ def test_hashed_shingles_follow_the_word_pattern_on_any_text(texts: list[str]) -
         assert len(sets[i]) == len(strings[i]), t
         for j in range(i + 1, len(texts)):
             assert jaccard(sets[i], sets[j]) == jaccard(strings[i], strings[j]), (t, texts[j])
+
+
+def test_words_are_hashed_once_with_blake2b_whether_cached_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every distinct word's hash is BLAKE2b (8 bytes, little-endian) of its UTF-8 bytes, computed on its first
+    # lookup and then kept: hashing the same texts again from the filled cache gives the same shingle hashes
+    texts = ["The cat sat on the mat", "the Cat sat, on the mat!", "café naïve café", None, "one two"]
+    monkeypatch.setattr(textsim, "_WORD_HASH", textsim._WordHashes())
+    first, offsets = shingle_hashes(texts)
+    words = {w.encode() for t in texts if t for w in textsim.WORD.findall(t.lower())}
+    assert set(textsim._WORD_HASH) == words
+    for w in words:
+        assert textsim._WORD_HASH[w] == int.from_bytes(hashlib.blake2b(w, digest_size=8).digest(), "little")
+    again, offsets_again = shingle_hashes(texts)
+    assert (again == first).all() and (offsets_again == offsets).all()

@@ -295,3 +295,47 @@ def test_a_failed_store_stage_leaves_the_store_to_the_check_through_the_org(
     rebuilt = copy_bundle(report.root, tmp_path / "rebuilt")
     Store.open(rebuilt, rebuild=True).close()
     assert _dump(report.root / STORE_FILE) == _dump(rebuilt / STORE_FILE)
+
+
+def test_the_sidecar_is_forked_only_from_a_single_thread() -> None:
+    """A forked child inherits every lock as it was, held by threads it does not have: the sidecar is forked
+    (its modules already imported) only while this process runs one thread, spawned otherwise."""
+    import threading
+
+    alone = threading.active_count() == 1
+    assert sidecar.start_method() == ("fork" if alone else "spawn")
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert sidecar.start_method() == "spawn"
+    finally:
+        release.set()
+        other.join()
+
+
+FORKED_SIDECAR = """
+import sys
+from flows import sidecar
+print("written once", end="")  # buffered (stdout is a pipe) when the sidecar is forked
+assert sidecar.start_method() == "fork", sidecar.start_method()
+with sidecar.Sidecar() as side:
+    print(f" by {sidecar.start_method()}", file=sys.stderr, end="")
+    side._warm.result()
+"""
+
+
+def test_a_forked_sidecar_writes_nothing_this_process_had_buffered() -> None:
+    """The forked child inherits this process's unwritten output; its exit must not write it a second time
+    (multiprocessing flushes the streams before it forks; a bare `os.fork` would not)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", FORKED_SIDECAR],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        check=True,
+    )
+    assert out.stdout == "written once"

@@ -4,7 +4,9 @@ After generation, a build has two independent lines of work: validating the writ
 building and checking the tasks (`tasks`, `tasks.check`, `tasks.check_api`, the fidelity figures). Every
 `remote` stage (flows/build.py `StageRunner`) is a function of the bundle's files and picklable arguments, so
 the sidecar runs them (`store`, `validate`, `tasks.check`) while the building process runs the others (the
-fidelity figures too, after the check through the org: both processes then end about together).
+tasks, the HTTP sample of the check through the org); then both take what is left, a chunk of the check
+through the org at a time and the fidelity figures, as each is free (flows/build.py
+`shared_with_the_sidecar`), so both processes end about together.
 The bundle is the same either way: a remote stage writes nothing but its own files (the validation report is
 written by the flow) and returns a value.
 

@@ -184,16 +184,22 @@ def merge_and_sample(
 ) -> ApiCheckResult:
     """Merge the in-process outcomes of every chunk (`results`: `check_in_process`'s, wherever each ran), then
     re-derive the HTTP sample through the served org and compare the two."""
+    sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
+    return merged(len(lines), results, check_over_http(root, sample, seconds), workers, seconds)
+
+
+@dataclass
+class HttpSample:
+    idxs: list[int]  # the instances re-derived over HTTP
+    check: Any  # their validators.tasks_soql.SoqlCheck
+
+
+def check_over_http(root: Path, sample: list[int], seconds: dict[str, float]) -> HttpSample:
+    """Re-derive the instances `sample` through the served org (simple-salesforce over HTTPS); its seconds in
+    `seconds["http_sample"]`."""
     from orgs.local import connect, disconnect
     from validators.tasks_soql import check_tasks_via_api
 
-    outcomes: dict[int, tuple[Any, bool]] = {}
-    disagreements = []
-    for r in results:
-        outcomes.update(r.outcomes)
-        disagreements += r.disagreements
-    disagreements.sort(key=lambda d: d.idx)
-    sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
     t = time.perf_counter()
     client = None
     try:
@@ -207,6 +213,20 @@ def merge_and_sample(
             client.session.close()
         disconnect(root)
     seconds["http_sample"] = round(time.perf_counter() - t, 3)
+    return HttpSample(sample, over_http)
+
+
+def merged(
+    instances: int, results: Sequence[Any], http: HttpSample, workers: int, seconds: dict[str, float]
+) -> ApiCheckResult:
+    """The in-process outcomes of every chunk merged, and compared with the HTTP sample's (`check_over_http`)."""
+    outcomes: dict[int, tuple[Any, bool]] = {}
+    disagreements = []
+    for r in results:
+        outcomes.update(r.outcomes)
+        disagreements += r.disagreements
+    disagreements.sort(key=lambda d: d.idx)
+    sample, over_http = http.idxs, http.check
     mismatches = [
         f"idx {i}: in process the org's tools give {outcomes.get(i)!r} (answer, tie) but over HTTP "
         f"{over_http.outcomes.get(i)!r}; the embedded org's engine and its REST API disagree "
@@ -215,7 +235,7 @@ def merge_and_sample(
         if outcomes.get(i) != over_http.outcomes.get(i)
     ]
     return ApiCheckResult(
-        instances=len(lines),
+        instances=instances,
         queries=sum(r.queries for r in results),
         workers=workers,
         http_sample=sample,

@@ -350,6 +350,78 @@ async def check_on_workers(root: Path, stage: Timed) -> dict[str, Any]:
         stage.record("tasks.check_api", start, time.perf_counter() - t)
 
 
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a thread of this process: the event loop meanwhile hands the sidecar its next stage."""
+    return await asyncio.to_thread(fn, *args)
+
+
+async def shared_with_the_sidecar(
+    root: Path, stage: Timed, sidecar_busy: asyncio.Future[Any]
+) -> tuple[dict[str, Any], Any]:
+    """With a sidecar: the check through the org and the fidelity figures, shared by the two processes.
+
+    This process first re-derives the HTTP sample through the served org (only it serves the org); then both
+    take the remaining units, the fidelity figures and one chunk of instances per task (`check_in_process`,
+    as on a cluster: the same queries, counted the same), this process from the front of the list and the
+    sidecar from its back once its own stages (`sidecar_busy`) are done, until none is left. Whichever process
+    ends its other work first takes more of them, so both end about together at any scale. Same verdicts,
+    counts and figures as the stages one after the other; where each unit ran is in its span only.
+    Returns the manifest's /tasks/api_check and the fidelity figures."""
+    from flows.answer_check import (
+        build_store,
+        check_in_process,
+        check_over_http,
+        http_sample,
+        merged,
+        task_chunks,
+    )
+    from validators.tasks_soql import ground_truth_lines
+
+    start, t = time.time(), time.perf_counter()
+    units: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [("fidelity", fidelity_figures, (root,))]
+    done: dict[str, Any] = {}
+
+    async def take(remote: bool) -> None:
+        try:
+            while units:
+                name, fn, args = units.pop() if remote else units.pop(0)
+                if remote:
+                    done[name] = await stage(name, fn, *args, remote=True)
+                else:
+                    done[name] = await stage(name, in_thread, fn, *args)
+        except BaseException:
+            units.clear()  # the other process takes no more: the build fails with this error
+            raise
+
+    async def the_sidecar_takes() -> None:
+        await asyncio.wait([sidecar_busy])
+        try:
+            await take(remote=True)
+        finally:
+            stage.retire()  # nothing more for it: its process ends while this one finishes
+
+    try:
+        seconds = {"store": build_store(root)}  # found built by the sidecar's store stage, else built here
+        lines = ground_truth_lines(root)
+        chunks = task_chunks(lines)
+        units += [(f"tasks.check_api/{task}", check_in_process, (root, idxs)) for task, idxs in chunks]
+        sidecar = asyncio.ensure_future(the_sidecar_takes())
+        try:
+            sample = http_sample([int(g["idx"]) for g in lines])
+            http = await stage("tasks.check_api/http", in_thread, check_over_http, root, sample, seconds)
+            tc = time.perf_counter()
+            await take(remote=False)
+        finally:
+            await settled(sidecar)
+        sidecar.result()
+        seconds["in_process"] = round(time.perf_counter() - tc, 3)
+        results = [done[f"tasks.check_api/{task}"] for task, _ in chunks]
+        result = merged(len(lines), results, http, 2, seconds)
+        return api_check_summary(result, time.perf_counter() - t, chunks=len(chunks)), done["fidelity"]
+    finally:
+        stage.record("tasks.check_api", start, time.perf_counter() - t)
+
+
 class TaskCheckFailed(DataFindings):
     """The independent re-derivation disagrees with the task builders (the bundle's tasks are not trustworthy):
     exit 1, as the README has it (a finding about the data, not bad input)."""
@@ -440,7 +512,8 @@ async def make_tasks(
     through the embedded org's API). With `adapt`, `per_task` is the profile's default and lowers to what the
     org yields. `writer` is the build's writer, or the run (the build passes it on a cluster): then `tasks` is
     a remote stage whose worker makes its own writer for the run. On a cluster (`stage.on_workers`) the remote
-    stages run on workers, and `tasks.check_api` in parts (`check_on_workers`). `store_ready`, when given, is the
+    stages run on workers, and `tasks.check_api` in parts (`check_on_workers`); with a sidecar, the two processes
+    share its parts and the fidelity figures (`shared_with_the_sidecar`). `store_ready`, when given, is the
     org's store being built elsewhere (`store_beside`): the check through the org waits for it first."""
     from flows.tasks import require_complete_registry
 
@@ -467,38 +540,38 @@ async def make_tasks(
     # concurrent runner they run elsewhere while this process re-derives the answers through the org.
     checked = measured = None
     figures: Any = None
-    # With a sidecar, it has the store (built during generation) and validation ahead of the code check, while
-    # this process has the tasks and the check through the org: the fidelity figures run here after that
-    # check, so both processes end about together (scale 10: the sidecar had ended ~1 s after this one).
-    fidelity_here = isinstance(stage, Timed) and stage.sidecar is not None
-    if getattr(stage, "concurrent", False):
+    if isinstance(stage, Timed) and stage.sidecar is not None:
+        # the sidecar has the store (built during generation), validation and the code check; then it shares
+        # the check through the org and the fidelity figures with this process
         checked = await started(stage("tasks.check", check_task_answers, root, remote=True))
-        if not fidelity_here:
-            measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
-        # the build's last remote stages: once they are done, a sidecar's process ends while the check
-        # through the org (this process's peak) still runs
-        retire = getattr(stage, "retire", None)
-        if retire is not None:
-            retire()
+        try:
+            if store_ready is not None:
+                await store_ready
+            api, figures = await shared_with_the_sidecar(root, stage, checked)
+        finally:
+            await settled(checked)
+        checked.result()
     else:
-        await stage("tasks.check", check_task_answers, root, remote=True)
-    try:
-        if store_ready is not None:
-            await store_ready
-        if isinstance(stage, Timed) and stage.on_workers:
-            api = await check_on_workers(root, stage)  # in parts on the cluster, the HTTP sample here
+        if getattr(stage, "concurrent", False):
+            checked = await started(stage("tasks.check", check_task_answers, root, remote=True))
+            measured = await started(stage("fidelity", fidelity_figures, root, remote=True))
         else:
-            api = await stage("tasks.check_api", check_tasks_through_the_org, root)
-        if fidelity_here:
-            figures = await stage("fidelity", fidelity_figures, root)
-    finally:
-        await settled(checked, measured)  # never leave a stage running behind a failure
-        if checked is not None:
-            checked.result()  # the code check's verdict first, as when the stages run one after the other
-    if measured is not None:
-        figures = measured.result()
-    elif not fidelity_here:
-        figures = await stage("fidelity", fidelity_figures, root, remote=True)
+            await stage("tasks.check", check_task_answers, root, remote=True)
+        try:
+            if store_ready is not None:
+                await store_ready
+            if isinstance(stage, Timed) and stage.on_workers:
+                api = await check_on_workers(root, stage)  # in parts on the cluster, the HTTP sample here
+            else:
+                api = await stage("tasks.check_api", check_tasks_through_the_org, root)
+        finally:
+            await settled(checked, measured)  # never leave a stage running behind a failure
+            if checked is not None:
+                checked.result()  # the code check's verdict first, as when the stages run one after the other
+        if measured is not None:
+            figures = measured.result()
+        else:
+            figures = await stage("fidelity", fidelity_figures, root, remote=True)
     files[FIDELITY_JSON] = bundle.write_json(FIDELITY_JSON, figures).sha256
     info: dict[str, Any] = {
         "fidelity": fidelity_summary(figures),

@@ -4,12 +4,17 @@ After generation, a build has two independent lines of work: validating the writ
 building and checking the tasks (`tasks`, `tasks.check`, `tasks.check_api`, the fidelity figures). Every
 `remote` stage (flows/build.py `StageRunner`) is a function of the bundle's files and picklable arguments, so
 the sidecar runs them (`store`, `validate`, `tasks.check`) while the building process runs the others (the
-fidelity figures too, after the check through the org: both processes then end about together).
+tasks, the HTTP sample of the check through the org); then both take what is left, a chunk of the check
+through the org at a time and the fidelity figures, as each is free (flows/build.py
+`shared_with_the_sidecar`), so both processes end about together.
 The bundle is the same either way: a remote stage writes nothing but its own files (the validation report is
 written by the flow) and returns a value.
 
-The process is spawned (not forked: the build may hold threads) when the build starts and imports the stages'
-modules while the building process generates, so its start-up is off the critical path. While generation runs
+The process is started when the build starts, before generation, and imports the stages' modules while the
+building process generates, so its start-up is off the critical path. It is forked when the building process
+runs a single thread then (the in-process build: the child starts with every module the building process has
+imported, ~0.8 CPU-s less at start-up), else spawned (under Prefect: a forked child would inherit other
+threads' locks, held mid-use). While generation runs
 it builds the org's store (`org.sqlite`) an object at a time, as the building process writes them: the building
 process tells it which object it has written (`written`) and when all are (`all_written`), through a queue the
 process is given when it starts (`notices`, read by the store stage, flows/answer_check.py). A stage's `start`
@@ -27,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.context import BaseContext
 from multiprocessing.synchronize import Event
 from typing import Any
 
@@ -108,10 +114,18 @@ def notices() -> Iterator[str]:
             raise NoticesWithdrawn("the building process is gone")
 
 
+def start_method() -> str:
+    """How the sidecar's process is started now: "fork" when this process runs one thread (and the platform
+    forks), else "spawn"."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
 def _pool(inbox: tuple[Any, Event, Event]) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(
-        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_receive, initargs=inbox
-    )
+    # (multiprocessing flushes the standard streams before it forks: the child does not write them again)
+    ctx: BaseContext = multiprocessing.get_context(start_method())
+    return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_receive, initargs=inbox)
 
 
 class Sidecar:

@@ -60,14 +60,16 @@ def test_two_memory_limited_dask_workers_build_the_same_bundle_as_threads_and_on
     # on threads: the tasks and the check through the org in the flow's process; the stages that read only
     # the bundle's files in the sidecar process when the machine has a second core (flows/sidecar.py), else
     # in the flow's process too
-    # (there, the org's store is built during generation and the fidelity figures run here after the check)
+    # (there, the org's store is built during generation, and the two processes share the check through the
+    # org, a chunk per task, and the fidelity figures)
     on_threads = {threads["timings"]["stages"][n]["where"] for n in ("store", "validate", "tasks.check")}
+    shared = {threads["timings"]["stages"][n]["where"] for n in ("fidelity", *chunks)}
     if sidecar.wanted(None):
         assert len(on_threads) == 1 and on_threads.pop().startswith("sidecar (pid "), on_threads
+        assert all(w == "local" or w.startswith("sidecar (pid ") for w in shared), shared
     else:
-        assert on_threads == {"local"}
-    here = ("tasks", "tasks.check_api", "fidelity")
-    assert {threads["timings"]["stages"][n]["where"] for n in here} == {"local"}
+        assert on_threads == shared == {"local"}
+    assert threads["timings"]["stages"]["tasks"]["where"] == "local"
     # the whole check spans its parts; its outcome is the in-process check's: same verdicts (it passed, as
     # the others did) and the same counts
     whole = spans["tasks.check_api"]

@@ -55,19 +55,51 @@ def validate_failing_once(root: Any, *args: Any) -> Any:
     return validate_bundle(root, *args)
 
 
-def check_once_the_sidecar_is_gone(root: Any, *args: Any) -> Any:
-    """The check through the org (in the building process), started only once no child process is left:
-    it passes only if the sidecar's process ended after its last stage, while this check still had to
-    run; a sidecar kept to the end of the build makes it wait for ever (the test fails after WAIT_SECONDS)."""
+BUILDER = (
+    "ORGSEED_TEST_BUILDING_PID"  # the building process's id, for the stages below to know where they run
+)
+HTTP_DONE = "ORGSEED_TEST_HTTP_DONE"  # a file written once the building process has checked its HTTP sample
+
+
+def _in_the_building_process() -> bool:
+    return os.environ[BUILDER] == str(os.getpid())
+
+
+def http_sample_then_mark(root: Any, *args: Any) -> Any:
+    """The HTTP sample (only ever in the building process), then its mark for `code_check_after_the_http_sample`."""
+    out = real_check_over_http(root, *args)
+    Path(os.environ[HTTP_DONE]).write_text("done")
+    return out
+
+
+def code_check_after_the_http_sample(root: Any) -> None:
+    """The sidecar's code check, started only once the building process has checked its HTTP sample: that
+    process then takes the first units of the rest (the fidelity figures, the first chunk) while this runs."""
     deadline = time.monotonic() + WAIT_SECONDS
-    while multiprocessing.active_children():
+    while not Path(os.environ[HTTP_DONE]).exists():
         if time.monotonic() > deadline:
-            raise AssertionError("the sidecar outlived its last stage")
+            raise AssertionError("the building process never checked its HTTP sample")
         time.sleep(0.05)
-    return real_check_through_the_org(root, *args)
+    real_check_task_answers(root)
 
 
-real_check_through_the_org = build_module.check_tasks_through_the_org
+def chunk_once_the_sidecar_is_gone(root: Any, *args: Any) -> Any:
+    """A chunk of the check through the org: in the building process, started only once no child process is
+    left. It passes only if the sidecar took the other chunks meanwhile and its process ended once none was
+    left, while this one still had to run; a sidecar kept to the end of the build makes it wait for ever (the
+    test fails after WAIT_SECONDS)."""
+    if _in_the_building_process():
+        deadline = time.monotonic() + WAIT_SECONDS
+        while multiprocessing.active_children():
+            if time.monotonic() > deadline:
+                raise AssertionError("the sidecar outlived its last stage")
+            time.sleep(0.05)
+    return real_check_in_process(root, *args)
+
+
+real_check_over_http = answer_check.check_over_http
+real_check_task_answers = build_module.check_task_answers
+real_check_in_process = answer_check.check_in_process
 
 
 def _small(tmp_path: Path, engine: Engine = "local", sidecar: bool = True, **more: Any) -> BuildOptions:
@@ -87,6 +119,12 @@ def _stages(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return stages
 
 
+def _tasks_in(root: Path) -> list[str]:
+    """The tasks of the bundle's instances, sorted."""
+    lines = (root / "tasks" / "ground_truth.jsonl").read_text().splitlines()
+    return sorted({json.loads(line)["task"] for line in lines})
+
+
 def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_same(
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,8 +137,8 @@ def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_s
     for name in ("store", "validate", "tasks.check"):
         assert stages[name]["where"].startswith("sidecar (pid "), (name, stages[name])
         assert stages[name]["where"] != f"sidecar (pid {os.getpid()})"
-    # the fidelity figures run here after the check through the org, while the sidecar has the code check
-    assert all("where" not in stages[n] for n in ("tasks", "tasks.check_api", "fidelity"))
+    # the tasks are built here while the sidecar validates; the check through the org is shared by both
+    assert all("where" not in stages[n] for n in ("tasks", "tasks.check_api"))
     # the org's store was built in the sidecar (as generation wrote the objects: see the test below); the
     # check through the org waited for it and found it built, and it is the store a rebuild makes
     store = stages["store"]
@@ -163,25 +201,44 @@ def test_a_failed_sidecar_stage_is_retried_alone_under_prefect(
         )
     counts = {r.name: r.run_count for r in runs if not r.name.startswith(tuple(expected["counts"]))}
     assert counts.get("validate") == 2, counts
+    chunks = [f"tasks.check_api/{t}" for t in _tasks_in(report.root)]  # the check through the org, by chunk
     assert {n: c for n, c in counts.items() if n != "validate"} == {
-        n: 1 for n in ("store", "world", "tasks", "tasks.check", "tasks.check_api", "fidelity")
+        n: 1 for n in ("store", "world", "tasks", "tasks.check", "fidelity", "tasks.check_api/http", *chunks)
     }, counts
 
 
 @pytest.mark.parametrize("engine", ["local", "prefect"])
-def test_the_sidecar_ends_after_its_last_stage_while_the_check_through_the_org_runs(
+def test_the_sidecar_shares_the_check_through_the_org_and_ends_when_nothing_is_left(
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch, engine: Engine
 ) -> None:
-    monkeypatch.setattr(build_module, "check_tasks_through_the_org", check_once_the_sidecar_is_gone)
+    """Once its own stages are done, the sidecar takes chunks of the check through the org from the back of
+    the list while the building process takes them from the front; its process ends when none is left. The
+    outcome is the same as one process's."""
+    monkeypatch.setenv(BUILDER, str(os.getpid()))
+    monkeypatch.setenv(HTTP_DONE, str(tmp_path / "http-done"))
+    monkeypatch.setattr(answer_check, "check_over_http", http_sample_then_mark)
+    monkeypatch.setattr(build_module, "check_task_answers", code_check_after_the_http_sample)
+    monkeypatch.setattr(answer_check, "check_in_process", chunk_once_the_sidecar_is_gone)
     report = run_build(_small(tmp_path, engine=engine))
     stages = _stages(report.manifest)
-    sidecar_stages = ("store", "validate", "tasks.check")
-    assert all(stages[n]["where"].startswith("sidecar (pid ") for n in sidecar_stages)
-    # the check through the org started after the sidecar's last stage had ended
-    last = max(stages[n]["start"] + stages[n]["seconds"] for n in sidecar_stages)
-    assert stages["tasks.check_api"]["start"] + stages["tasks.check_api"]["seconds"] > last
-    expected = json.loads((small_bundle / "manifest.json").read_text())
+    assert all(stages[n]["where"].startswith("sidecar (pid ") for n in ("store", "validate", "tasks.check"))
+    chunks = sorted(n for n in stages if n.startswith("tasks.check_api/") and n != "tasks.check_api/http")
+    assert stages["tasks.check_api/http"].get("where", "local") == "local"  # the process serving the org
+    assert [c.split("/", 1)[1] for c in chunks] == _tasks_in(report.root)  # one chunk per task
+    # the building process took the fidelity figures and the first chunk, the sidecar every other chunk
+    here = [n for n in ["fidelity", *chunks] if not stages[n].get("where", "local").startswith("sidecar")]
+    assert here == ["fidelity", chunks[0]], here
+    # and the building process's chunk (which waited for the sidecar's process to end) ended after them
+    last = max(stages[n]["start"] + stages[n]["seconds"] for n in chunks[1:])
+    assert stages[chunks[0]]["start"] + stages[chunks[0]]["seconds"] >= last
+    expected = json.loads((small_bundle / "manifest.json").read_text())  # built without a sidecar
     assert report.manifest["files"] == expected["files"]
+    api, alone = report.manifest["tasks"]["api_check"], expected["tasks"]["api_check"]
+    assert (api["instances"], api["queries"], api["http_sample"]) == (
+        alone["instances"],
+        alone["queries"],
+        alone["http_sample"],
+    )
 
 
 def _names_written(*_: Any) -> list[str]:
@@ -295,3 +352,47 @@ def test_a_failed_store_stage_leaves_the_store_to_the_check_through_the_org(
     rebuilt = copy_bundle(report.root, tmp_path / "rebuilt")
     Store.open(rebuilt, rebuild=True).close()
     assert _dump(report.root / STORE_FILE) == _dump(rebuilt / STORE_FILE)
+
+
+def test_the_sidecar_is_forked_only_from_a_single_thread() -> None:
+    """A forked child inherits every lock as it was, held by threads it does not have: the sidecar is forked
+    (its modules already imported) only while this process runs one thread, spawned otherwise."""
+    import threading
+
+    alone = threading.active_count() == 1
+    assert sidecar.start_method() == ("fork" if alone else "spawn")
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert sidecar.start_method() == "spawn"
+    finally:
+        release.set()
+        other.join()
+
+
+FORKED_SIDECAR = """
+import sys
+from flows import sidecar
+print("written once", end="")  # buffered (stdout is a pipe) when the sidecar is forked
+assert sidecar.start_method() == "fork", sidecar.start_method()
+with sidecar.Sidecar() as side:
+    print(f" by {sidecar.start_method()}", file=sys.stderr, end="")
+    side._warm.result()
+"""
+
+
+def test_a_forked_sidecar_writes_nothing_this_process_had_buffered() -> None:
+    """The forked child inherits this process's unwritten output; its exit must not write it a second time
+    (multiprocessing flushes the streams before it forks; a bare `os.fork` would not)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", FORKED_SIDECAR],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        check=True,
+    )
+    assert out.stdout == "written once"

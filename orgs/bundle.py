@@ -1167,29 +1167,27 @@ def read_csv_lines(
                 column.add(cells)
             rows.clear()
 
-        while True:
-            start_line = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                raise BundleError(
-                    f"{label}:{start_line}: malformed CSV ({exc}); the row is truncated or has an unclosed quote.",
-                    file=label,
-                    line=start_line,
-                ) from exc
-            if len(row) != width:
-                raise BundleError(
-                    f"{label}:{start_line}: row has {len(row)} cells but the header has {width}; the row is "
-                    "truncated or has an unquoted comma. Rebuild the bundle or fix the row.",
-                    file=label,
-                    line=start_line,
-                )
-            rows.append(row)
-            lines.append(start_line)
-            if len(rows) >= READ_BLOCK:
-                flush()
+        end = reader.line_num  # the line the last row read ends on
+        try:
+            for row in reader:
+                if len(row) != width:
+                    raise BundleError(
+                        f"{label}:{end + 1}: row has {len(row)} cells but the header has {width}; the row is "
+                        "truncated or has an unquoted comma. Rebuild the bundle or fix the row.",
+                        file=label,
+                        line=end + 1,
+                    )
+                rows.append(row)
+                lines.append(end + 1)
+                end = reader.line_num
+                if len(rows) >= READ_BLOCK:
+                    flush()
+        except csv.Error as exc:
+            raise BundleError(
+                f"{label}:{end + 1}: malformed CSV ({exc}); the row is truncated or has an unclosed quote.",
+                file=label,
+                line=end + 1,
+            ) from exc
         if rows:
             flush()
     frame = pd.DataFrame({i: column.array() for i, column in enumerate(columns)}, dtype=object)
@@ -1200,13 +1198,17 @@ def read_csv_lines(
 
 
 LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+# the line boundaries `str.splitlines` knows besides \n, \r\n and \r
+OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-def lines_of(text: str) -> Iterator[str]:
+def lines_of(text: str) -> list[str]:
     """The lines of `text` as `io.StringIO(text, newline="")` gives them (ending at \\n, \\r\\n or \\r, the
-    ending kept), one at a time, without the copy of the whole text StringIO makes first."""
-    for m in LINE.finditer(text):
-        yield m.group()
+    ending kept), without the copy of the whole text StringIO makes first: `str.splitlines` (one C pass)
+    when the text holds none of the other characters it breaks lines at, else a scan for the three."""
+    if OTHER_BREAKS.search(text) is None:
+        return text.splitlines(keepends=True)
+    return [m.group() for m in LINE.finditer(text)]
 
 
 READ_CHUNK = 1 << 20  # bytes decoded at a time by `utf8_lines`
@@ -1264,7 +1266,9 @@ class _Column:
             block[block == ""] = None
             self.blocks.append(block)
             return
-        codes, uniques = pd.factorize(block, use_na_sentinel=False)
+        # the cells are all strings, so no cell is missing: the NA sentinel never appears (and the cells are
+        # not scanned for missing values first, as use_na_sentinel=False does)
+        codes, uniques = pd.factorize(block)
         values = np.asarray([self.shared.setdefault(v, v) for v in uniques.tolist()], dtype=object)
         values[values == ""] = None
         self.blocks.append(values.take(codes))

@@ -39,7 +39,7 @@ def _file(sobject: str) -> str:
 
 def check_integrity(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile | None) -> list[Finding]:
     out: list[Finding] = []
-    ids = {name: set(frame["Id"].dropna()) for name, frame in raw.items()}
+    ids = {name: set(frame["Id"].dropna().tolist()) for name, frame in raw.items()}
     for spec in model:
         frame = raw.get(spec.name)
         if frame is None:
@@ -136,15 +136,11 @@ def _lookups(
             )
         if f.org_provided:
             continue
-        known: set[str] = set()
-        readable = True
-        for t in targets:
-            if t not in ids:
-                readable = False
-            known |= ids.get(t, set())
-        if not readable:
+        if not all(t in ids for t in targets):
             continue  # the target's CSV is unreadable: reported as bundle.csv
-        exists = col.isin(known).to_numpy()
+        known = ids[targets[0]] if len(targets) == 1 else set().union(*(ids[t] for t in targets))
+        # a set lookup per cell: no hash table of all the targets' ids built per field, as `isin` does
+        exists = np.fromiter(map(known.__contains__, values), dtype=bool, count=len(values))
         for pos in np.flatnonzero(~null & right_prefix & ~exists):
             target = prefixes[str(prefix[pos])]
             out.append(

@@ -522,7 +522,7 @@ def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
         )
         if entries is not None and products is not None and len(standard):
             std_ids = set(standard["Id"])
-            listed = set(entries.loc[entries["Pricebook2Id"].isin(std_ids).to_numpy(), "Product2Id"])
+            listed = set(entries.loc[entries["Pricebook2Id"].isin(std_ids).to_numpy(), "Product2Id"].tolist())
             emit.rows(
                 "rules.standard-price",
                 products[~products["Id"].isin(listed).to_numpy() & products["Id"].notna().to_numpy()],
@@ -534,7 +534,7 @@ def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
                 ),
             )
     if orders is not None and items is not None:
-        has_items = set(items["OrderId"].dropna())
+        has_items = set(items["OrderId"].dropna().tolist())
         emit.rows(
             "rules.activated-order-items",
             orders[(orders["Status"] == "Activated").to_numpy() & ~orders["Id"].isin(has_items).to_numpy()],

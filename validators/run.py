@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orgs.bundle import Bundle
-from schemas.gcpause import gc_paused
+from schemas.gcpause import gc_paused, heap_frozen
 from schemas.model import OrgModel
 from schemas.profile import Profile
 from validators.findings import Finding, Report, Severity, drop_covered
@@ -57,8 +57,12 @@ def validate_bundle(
 
     `staged` (the default) reads one object after another, holding only what the running check reads
     (validators/staged.py); `staged=False` reads the whole org first and runs `CHECKS` on it. Both give the
-    same findings."""
-    with gc_paused():
+    same findings.
+
+    The collector is paused throughout, and what the process holds on entry is frozen out of its walks
+    (`heap_frozen`): the collections the staged checks ask for when they let go of a large object
+    (`release_freed_memory`) then walk only what validation made, not the modules and caches before it."""
+    with gc_paused(), heap_frozen():
         return _validate(root, profile, model, staged)
 
 

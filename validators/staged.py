@@ -87,7 +87,9 @@ def _per_object(state: _State, name: str) -> list[Step]:
         frame = fr.get(name)
         if frame is None:
             return []
-        known = {t: set(fr[t]["Id"].dropna()) for t in (name, *targets) if t in fr}
+        # the ids of the objects the lookups point at (the object's own when one points at it); a set built
+        # from a list, not by iterating the Series (~4x faster)
+        known = {t: set(fr[t]["Id"].dropna().tolist()) for t in targets if t in fr}
         return integrity._lookups(spec, frame, model, known)
 
     # the steps that read the object alone first: its near-duplicate search (the largest) runs before the

@@ -272,6 +272,7 @@ class TaskData:
     activated_orders_on: dict[tuple[str, date], list[str]] = field(default_factory=dict, repr=False)
     products_of_order: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _owner_counts: dict[tuple[str, str, str | None], pd.Series] = field(default_factory=dict, repr=False)
+    _policy_articles: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def owner_counts(self, closed: bool, column: str | None = None, value: str | None = None) -> pd.Series:
         """OwnerId counts of the Closed (or not Closed) cases whose `column` is `value` (all of them when
@@ -284,6 +285,15 @@ class TaskData:
                 rows = rows[rows[column] == value]
             self._owner_counts[key] = rows["OwnerId"].value_counts()
         return self._owner_counts[key]
+
+    def policy_articles(self, issue_key: str) -> list[str]:
+        """The ids, sorted, of the issue_policy articles whose `_subject` is `issue_key`, found once per issue
+        (the policy-violation questions ask about a few issues, each many times)."""
+        if issue_key not in self._policy_articles:
+            arts = self.articles
+            wanted = (arts["_kind"] == "issue_policy") & (arts["_subject"] == issue_key)
+            self._policy_articles[issue_key] = sorted(arts[wanted]["Id"].astype(str))
+        return self._policy_articles[issue_key]
 
     @classmethod
     def load(cls, root: Path | str, message_cases: AbstractSet[str] | None = None) -> TaskData:
@@ -555,17 +565,23 @@ def _phrase_offers(text: str, phrases: Mapping[str, str]) -> list[str]:
 def agent_turns(data: TaskData, case_id: str) -> list[tuple[date, str, str]]:
     """(message date, channel, text) of every agent turn in the case's chats and outgoing emails."""
     turns: list[tuple[date, str, str]] = []
-    for chat in data.chats_of(case_id).itertuples(index=False):
-        if not isinstance(chat.Body, str) or pd.isna(chat.StartTime):
+    # the columns as lists, not `itertuples` (which makes a namedtuple class per call): the same values
+    chats = data.chats_of(case_id)
+    for body, start, owner in zip(
+        *(chats[c].tolist() for c in ("Body", "StartTime", "OwnerId")), strict=True
+    ):
+        if not isinstance(body, str) or pd.isna(start):
             continue
-        name = data.user_names.get(str(chat.OwnerId), "")
+        name = data.user_names.get(str(owner), "")
         prefix = f"{name} (Agent): "
-        for line in chat.Body.splitlines():
+        for line in body.splitlines():
             if name and line.startswith(prefix):
-                turns.append((chat.StartTime.date(), "chat", line[len(prefix) :]))
-    for email in data.emails_of(case_id).itertuples(index=False):
-        if email.Incoming is False and isinstance(email.TextBody, str) and not pd.isna(email.MessageDate):
-            turns.append((email.MessageDate.date(), "email", email.TextBody))
+                turns.append((start.date(), "chat", line[len(prefix) :]))
+    emails = data.emails_of(case_id)
+    columns = (emails[c].tolist() for c in ("Incoming", "TextBody", "MessageDate"))
+    for incoming, text, sent in zip(*columns, strict=True):
+        if incoming is False and isinstance(text, str) and not pd.isna(sent):
+            turns.append((sent.date(), "email", text))
     return turns
 
 
@@ -589,10 +605,7 @@ def solve_policy_violation_identification(data: TaskData, params: Mapping[str, A
         )
     allowed: dict[str, int] = dict(policy.get("remedies", {}))
     phrases = {k: str(v.get("phrase") or "") for k, v in data.policies.get("remedies", {}).items()}
-    arts = data.articles
-    policy_ids = sorted(
-        arts[(arts["_kind"] == "issue_policy") & (arts["_subject"] == issue_key)]["Id"].astype(str)
-    )
+    policy_ids = data.policy_articles(issue_key)
     order_date = data.order_date.get(data.item_order.get(str(case["OrderItemId__c"]), ""))
     offers: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []

@@ -106,7 +106,7 @@ def test_lines_of_splits_as_stringio_does() -> None:
     same lines, endings kept (\\n, \\r\\n, a lone \\r), and no others (\\u2028 or \\f inside a line stay)."""
     rng = random.Random(7)
     for _ in range(5000):
-        text = "".join(rng.choice('a\r\n,"\u2028\x0c') for _ in range(rng.randint(0, 40)))
+        text = "".join(rng.choice('a\r\n,"\u2028\x0c\x1c\x85\v') for _ in range(rng.randint(0, 40)))
         assert list(lines_of(text)) == list(io.StringIO(text, newline="")), repr(text)
 
 

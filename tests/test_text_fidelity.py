@@ -171,6 +171,14 @@ def test_overlap_and_verbatim_by_hand() -> None:
     assert fidelity.verbatim("Store credit stays valid for 90 days, right?", article)  # 4 of 5 4-grams copied
     assert not fidelity.verbatim("Store credit stays valid for how long?", article)  # 2 of 4: not mostly
     assert not fidelity.verbatim("How long can I keep using my account credit?", article)
+    other = "Returns are free within 30 days of delivery."
+    pairs = [
+        ("Store credit stays valid for 90 days, right?", article),
+        ("Store credit stays valid for how long?", article),
+        ("Are returns free within 30 days of delivery?", other),  # 3 of 5 4-grams copied
+        ("Store credit stays valid for 90 days", other),
+    ]
+    assert fidelity.verbatim_share(pairs) == 2 / 4
 
 
 def test_repeated_ngrams_by_hand() -> None:

@@ -443,11 +443,11 @@ def top_ngram_share(texts: Sequence[str | None], n: int = 8) -> float:
 
 def overlap(question: str, article: str, n: int = 4) -> float:
     """The share of the question's word n-grams that occur in the article (0.0 for a question shorter than n)."""
-    grams = ngrams(question, n)
-    if not grams:
-        return 0.0
-    have = set(ngrams(article, n))
-    return sum(g in have for g in grams) / len(grams)
+    return _share_held(ngrams(question, n), set(ngrams(article, n)))
+
+
+def _share_held(grams: list[tuple[str, ...]], held: set[tuple[str, ...]]) -> float:
+    return sum(g in held for g in grams) / len(grams) if grams else 0.0
 
 
 # A question whose 4-grams mostly occur in its article was copied from it, not paraphrased.
@@ -459,7 +459,9 @@ def verbatim(question: str, article: str) -> bool:
 
 
 def verbatim_share(pairs: Sequence[tuple[str, str]]) -> float:
-    """The share of (question, article) pairs whose question is mostly verbatim in its article."""
+    """The share of (question, article) pairs whose question is mostly verbatim in its article (`verbatim`;
+    each article's 4-grams gathered once, as questions share articles)."""
     if not pairs:
         return 0.0
-    return sum(verbatim(q, a) for q, a in pairs) / len(pairs)
+    held = {a: set(ngrams(a, 4)) for a in {a for _, a in pairs}}
+    return sum(_share_held(ngrams(q, 4), held[a]) > VERBATIM_OVERLAP for q, a in pairs) / len(pairs)

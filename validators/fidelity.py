@@ -426,13 +426,17 @@ def _firsts(values: np.ndarray) -> np.ndarray:
 
 def _fold(keys: np.ndarray, counts: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct hashes of `keys` and `more` with their summed counts (each of `more` counts 1).
-    `more` is sorted runs (a slice's hashes each): a stable sort merges runs in linear time."""
-    merged = np.concatenate((keys, more))
-    weights = np.concatenate((counts, np.ones(len(more), dtype=np.int32)))
-    order = np.argsort(merged, kind="stable")
-    merged, weights = merged[order], weights[order]
-    firsts = np.flatnonzero(_firsts(merged))
-    return merged[firsts], np.add.reduceat(weights, firsts) if len(firsts) else weights
+    `more` is sorted runs (a slice's hashes each), which a stable sort merges quickly."""
+    more = np.sort(more, kind="stable")
+    first = _firsts(more)
+    new = more[first]
+    times = np.diff(np.flatnonzero(np.append(first, True))).astype(np.int32)  # how many of each
+    at = np.searchsorted(keys, new)
+    seen = at < len(keys)
+    seen[seen] = keys[at[seen]] == new[seen]
+    counts[at[seen]] += times[seen]  # distinct positions: each of `new` is one hash
+    fresh = ~seen
+    return np.insert(keys, at[fresh], new[fresh]), np.insert(counts, at[fresh], times[fresh])
 
 
 def top_ngram_share(texts: Sequence[str | None], n: int = 8) -> float:

@@ -294,8 +294,10 @@ class RepeatedNgrams:
         self._threshold: int | None = None
         self._wanted = np.empty(0, dtype=np.uint64)
         self._wanted_prints = np.zeros(1 << 16, dtype=bool)  # by fingerprint: whether a wanted hash has it
-        self._exact: Counter[tuple[str, ...]] = Counter()
-        self._ranked: list[tuple[tuple[str, ...], int]] | None = None
+        # n-gram (its words between single spaces, ASCII: ordered as its words are, a space sorting before
+        # every byte of a word) → texts holding it
+        self._exact: Counter[bytes] = Counter()
+        self._ranked: list[tuple[bytes, int]] | None = None
         # per slice of the first pass, in order: (texts, each held hash's fingerprint, in text order, and how
         # many each text holds)
         self._prints: list[tuple[int, np.ndarray, np.ndarray]] = []
@@ -374,17 +376,17 @@ class RepeatedNgrams:
             where[where == len(self._wanted)] = 0
             hit = np.flatnonzero(self._wanted[where] == grams)
             found = {
-                (t, tuple(words[b:e].decode("ascii").split()))
+                (t, b" ".join(words[b:e].split()))
                 for t, b, e in zip(texts[hit].tolist(), begins[hit].tolist(), ends[hit].tolist(), strict=True)
             }
             self._exact.update(g for _, g in found)
 
-    def _rank(self) -> list[tuple[tuple[str, ...], int]]:
+    def _rank(self) -> list[tuple[bytes, int]]:
         return heapq.nsmallest(self.top, self._exact.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def result(self) -> list[tuple[str, float]]:
         assert self._ranked is not None, "exact_pass() has not said the passes are done"
-        return [(" ".join(g), c / self.total) for g, c in self._ranked]
+        return [(g.decode("ascii"), c / self.total) for g, c in self._ranked]
 
 
 def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple[str, float]]:

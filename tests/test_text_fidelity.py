@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -170,6 +171,14 @@ def test_overlap_and_verbatim_by_hand() -> None:
     assert fidelity.verbatim("Store credit stays valid for 90 days, right?", article)  # 4 of 5 4-grams copied
     assert not fidelity.verbatim("Store credit stays valid for how long?", article)  # 2 of 4: not mostly
     assert not fidelity.verbatim("How long can I keep using my account credit?", article)
+    other = "Returns are free within 30 days of delivery."
+    pairs = [
+        ("Store credit stays valid for 90 days, right?", article),
+        ("Store credit stays valid for how long?", article),
+        ("Are returns free within 30 days of delivery?", other),  # 3 of 5 4-grams copied
+        ("Store credit stays valid for 90 days", other),
+    ]
+    assert fidelity.verbatim_share(pairs) == 2 / 4
 
 
 def test_repeated_ngrams_by_hand() -> None:
@@ -223,7 +232,7 @@ def test_repeated_ngrams_in_batches_is_the_definition(
     arrays folded every few n-grams, and (`collide`) a hash with three values so that most n-grams share
     one: the streamed ranking equals the one counted by the definition."""
     if collide:
-        monkeypatch.setattr(fidelity, "hash", lambda g: len(g[0]) % 3, raising=False)
+        monkeypatch.setattr(fidelity, "_finish", lambda h: h % np.uint64(3))
     rng = random.Random(seed)
     vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta"][: 2 + seed % 5]
     texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) for _ in range(200)]
@@ -280,8 +289,26 @@ def test_repeated_ngrams_in_slices_is_the_definition(
         mp.setattr(fidelity, "SLICE", 3)
         mp.setattr(fidelity, "COMPACT_AT", 5)
         if collide:
-            mp.setattr(fidelity, "hash", lambda word: 7, raising=False)
+            mp.setattr(fidelity, "_finish", lambda h: h * np.uint64(0) + np.uint64(7))
         assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == _definition(texts, n, top)
+
+
+# apostrophes every way WORD treats them (inside a word, at its edges, twice in a row, between a word and
+# digits), other ASCII bytes, and characters WORD can match only once lower-cased (the Kelvin sign is "k")
+SLICE_TEXTS = st.lists(
+    st.one_of(st.none(), st.text(alphabet="aZ9' \t.-\x00\u212aİΣé", max_size=24)), max_size=8
+)
+
+
+@given(SLICE_TEXTS)
+@settings(max_examples=500, deadline=None)
+def test_slice_words_are_the_words(texts: list[str | None]) -> None:
+    """The bytes the n-grams are hashed from hold the texts' words (`fidelity.words`, text by text), each
+    text's separated from the next by the separator, whichever way they were split."""
+    want: list[str] = []
+    for k, t in enumerate(texts):
+        want += ["\x00"] * (k > 0) + fidelity.words(t)
+    assert fidelity._slice_words(texts).decode("ascii").split() == want
 
 
 def test_repeated_ngrams_by_hand_across_slices() -> None:

@@ -137,13 +137,13 @@ def mean_distinct_ns_of(samples: Sequence[Sequence[str | None]], ns: Sequence[in
 
 def _distinct_ns(texts: Sequence[str | None], ns: Sequence[int]) -> list[float]:
     """`distinct_n(texts, n)` for each n of `ns`."""
-    tokens = _slice_tokens(texts)
+    tokens = _slice_words(texts).split()
     codes, vocabulary = pd.factorize(np.array(tokens, dtype=object))
     codes = codes.astype(np.int64)
     size = max(len(vocabulary), 1)
     sep = np.zeros(len(tokens) + 1, dtype=np.int64)  # separators before each token
-    if _SEP in set(vocabulary.tolist()):
-        np.cumsum(codes == vocabulary.tolist().index(_SEP), out=sep[1:])
+    if _SEP.encode() in set(vocabulary.tolist()):
+        np.cumsum(codes == vocabulary.tolist().index(_SEP.encode()), out=sep[1:])
     out = []
     for n in ns:
         m = len(tokens) - n + 1
@@ -159,7 +159,7 @@ def _distinct_ns(texts: Sequence[str | None], ns: Sequence[int]) -> list[float]:
             packed += codes[k : k + m]
         whole = sep[n : n + m] == sep[:m]  # no separator among the n words
         grams = int(whole.sum())
-        out.append(len(np.unique(packed[whole])) / grams if grams else 0.0)
+        out.append(len(_sorted_distinct(packed[whole])) / grams if grams else 0.0)
     return out
 
 
@@ -172,10 +172,23 @@ def repeated_ngrams(texts: Sequence[str | None], n: int = 8, top: int = 5) -> li
 Batches = Callable[[], Iterable[Sequence[str | None]]]  # each call reads the texts anew, in batches
 
 COMPACT_AT = 1 << 18  # n-gram hashes buffered before they are folded into the sorted (hash, count) arrays
-SLICE = 1_024  # texts tokenised together (bounds the token arrays held at once)
+TEXT_BITS = 10  # the low bits of a (hash, text) key: the text's number in its slice
+SLICE = 1 << TEXT_BITS  # texts tokenised together (bounds the token arrays held at once)
+_HASH_BITS = (
+    64 - TEXT_BITS
+)  # bits of an n-gram's hash (the high bits of its words' hashes as digits base _MIX)
 _SEP = "\x00"  # joins a slice's texts: WORD never matches it, so no word or n-gram spans two texts
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|\x00")  # WORD, or a text boundary
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: an n-gram's hash is its words' hashes as digits base _MIX
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+# for `bytes.translate`: ASCII letters lower-cased, digits, apostrophes and _SEP kept, every other byte a space
+_WORD_BYTES = bytes(
+    ord(c.lower()) if c.isascii() and (c.isalnum() or c in "'" + _SEP) else ord(" ")
+    for c in map(chr, range(256))
+)
+# after an apostrophe that joins two words, a digit or another apostrophe in the word: WORD ends the word there
+_QUOTED_ON = re.compile(rb"'[a-z]+[0-9']")
+_PAD = b" " * 8  # after a slice's words: each word's last 8-byte window ends inside the slice
 
 
 def _slice_tokens(texts: Sequence[str | None]) -> list[str]:
@@ -193,34 +206,73 @@ def _slice_tokens(texts: Sequence[str | None]) -> list[str]:
     return _TOKEN.findall(_SEP.join(parts).lower())
 
 
-def _slice_grams(tokens: list[str], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(hash, text, start) of every word n-gram of a slice's `tokens`, in text order: `start` indexes
-    `tokens`, `text` counts the texts before it in the slice."""
-    m = len(tokens) - n + 1
+def _slice_words(texts: Sequence[str | None]) -> bytes:
+    """`_slice_tokens(texts)` as ASCII (WORD matches ASCII only), the tokens between spaces, a space before
+    and `_PAD` after: in one `bytes.translate` where the texts are ASCII and the apostrophes simple (at most one
+    inside a word, between a letter or digit and letters: "don't", "kids'", "'cancel'"), else from
+    `_slice_tokens`."""
+    parts = [t or "" for t in texts]
+    joined = f" {_SEP} ".join(parts)
+    if parts and joined.isascii() and joined.count(_SEP) == len(parts) - 1:
+        out = bytearray(b" " + joined.encode("ascii").translate(_WORD_BYTES) + _PAD)
+        chars = np.frombuffer(out, dtype=np.uint8)
+        quotes = np.flatnonzero(chars == ord("'"))
+        # an apostrophe is inside a word after a letter or digit and before a letter, else it is a gap
+        # (the bytes are now spaces, _SEP, apostrophes, digits and lower-case letters, in that order)
+        joins = (chars[quotes - 1] > ord("'")) & (chars[quotes + 1] >= ord("a"))
+        chars[quotes[~joins]] = ord(" ")
+        if not _QUOTED_ON.search(out):
+            return bytes(out)
+    return b" " + " ".join(_slice_tokens(texts)).encode("ascii") + _PAD
+
+
+def _finish(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser: every bit of a word's packed bytes moves every bit of its hash."""
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return h
+
+
+def _word_hashes(words: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """A hash of each word of `words` (`_slice_words`) from its bytes, read 8 at a time."""
+    windows = np.ndarray((len(words) - 7,), dtype="<u8", buffer=words, strides=(1,))  # 8 bytes from each byte
+
+    def chunk(at: np.ndarray, left: np.ndarray) -> np.ndarray:  # the next 8 bytes, those past the word zeroed
+        return windows[at] & (_ONES >> (64 - 8 * np.minimum(left, 8)).astype(np.uint64))
+
+    h = chunk(starts, lengths)
+    long = np.flatnonzero(lengths > 8)
+    done = 8
+    while len(long):
+        h[long] = h[long] * _MIX + chunk(starts[long] + done, lengths[long] - done)
+        done += 8
+        long = long[lengths[long] > done]
+    return _finish(h)
+
+
+def _slice_grams(words: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(hash, text, first byte, end byte) of every word n-gram of a slice's `words` (`_slice_words`), in text
+    order: the hashes have `_HASH_BITS` bits, `text` counts the texts before it in the slice, and the bytes
+    span the n-gram's words in `words`."""
+    chars = np.frombuffer(words, dtype=np.uint8)
+    inside = chars != ord(" ")
+    edges = np.flatnonzero(inside[1:] != inside[:-1]) + 1  # the space before and after: starts, ends
+    starts, ends = edges[::2], edges[1::2]
+    m = len(starts) - n + 1
     if m <= 0:
         empty = np.empty(0, dtype=np.int64)
-        return empty.view(np.uint64), empty, empty
-    word = np.fromiter(map(hash, tokens), dtype=np.int64, count=len(tokens))
-    sep = np.zeros(len(tokens), dtype=bool)  # the separators: the tokens hashing as one, checked
-    maybe = np.flatnonzero(word == hash(_SEP)).tolist()
-    sep[[i for i in maybe if tokens[i] == _SEP]] = True
-    seps = np.concatenate(([0], np.cumsum(sep, dtype=np.int64)))  # separators before each token
-    word = word.view(np.uint64)
+        return empty.view(np.uint64), empty, empty, empty
+    word = _word_hashes(words, starts, ends - starts)
+    seps = np.concatenate(([0], np.cumsum(chars[starts] == 0, dtype=np.int64)))  # separators before each
     grams = word[:m].copy()
     for k in range(1, n):
         grams *= _MIX
         grams += word[k : k + m]
-    starts = np.flatnonzero(seps[n : n + m] == seps[:m])  # no separator among the n words
-    return grams[starts], seps[starts], starts
-
-
-def _per_text(grams: np.ndarray, texts: np.ndarray) -> np.ndarray:
-    """Positions (into `grams`) of each hash's first occurrence in each text: one per (text, hash)."""
-    order = np.argsort(grams, kind="stable")  # stable: within one hash, in text order
-    g, t = grams[order], texts[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
-    return order[first]
+    first = np.flatnonzero(seps[n : n + m] == seps[:m])  # no separator among the n words
+    return grams[first] >> np.uint64(TEXT_BITS), seps[first], starts[first], ends[first + n - 1]
 
 
 class RepeatedNgrams:
@@ -241,9 +293,11 @@ class RepeatedNgrams:
         self._buffered = 0
         self._threshold: int | None = None
         self._wanted = np.empty(0, dtype=np.uint64)
-        self._wanted_prints = np.empty(0, dtype=np.uint16)
-        self._exact: Counter[tuple[str, ...]] = Counter()
-        self._ranked: list[tuple[tuple[str, ...], int]] | None = None
+        self._wanted_prints = np.zeros(1 << 16, dtype=bool)  # by fingerprint: whether a wanted hash has it
+        # n-gram (its words between single spaces, ASCII: ordered as its words are, a space sorting before
+        # every byte of a word) → texts holding it
+        self._exact: Counter[bytes] = Counter()
+        self._ranked: list[tuple[bytes, int]] | None = None
         # per slice of the first pass, in order: (texts, each held hash's fingerprint, in text order, and how
         # many each text holds)
         self._prints: list[tuple[int, np.ndarray, np.ndarray]] = []
@@ -255,17 +309,17 @@ class RepeatedNgrams:
         self.total += len(batch)
         for at in range(0, len(batch), SLICE):
             part = batch[at : at + SLICE]
-            grams, texts, _ = _slice_grams(_slice_tokens(part), self.n)
-            first = np.sort(_per_text(grams, texts))  # one per (text, hash), in text order
-            held = grams[first]
+            grams, texts, _, _ = _slice_grams(_slice_words(part), self.n)
             self._prints.append(
                 (
                     len(part),
-                    (held >> np.uint64(48)).astype(np.uint16),
-                    np.bincount(texts[first], minlength=len(part)),
+                    (grams >> np.uint64(_HASH_BITS - 16)).astype(np.uint16),
+                    np.bincount(texts, minlength=len(part)),
                 )
             )
-            self._buffer.append(held)
+            # one per (hash, text), sorted by hash
+            held = _sorted_distinct((grams << np.uint64(TEXT_BITS)) | texts.astype(np.uint64))
+            self._buffer.append(held >> np.uint64(TEXT_BITS))
             self._buffered += len(held)
             if self._buffered >= COMPACT_AT:
                 self._compact()
@@ -295,8 +349,9 @@ class RepeatedNgrams:
                 self._ranked = ranked  # threshold 1: every n-gram was counted
                 return False
             self._threshold = lowered
-        self._wanted = np.unique(self.keys[self.counts >= self._threshold])
-        self._wanted_prints = np.unique((self._wanted >> np.uint64(48)).astype(np.uint16))
+        self._wanted = self.keys[self.counts >= self._threshold]  # sorted
+        self._wanted_prints = np.zeros(1 << 16, dtype=bool)
+        self._wanted_prints[self._wanted >> np.uint64(_HASH_BITS - 16)] = True
         self._exact = Counter()
         self._slice_at = 0
         return True
@@ -310,28 +365,28 @@ class RepeatedNgrams:
             self._slice_at += 1
             if size != len(part):
                 raise ValueError("RepeatedNgrams.exact: the batches differ from those of the first pass")
-            hits = np.isin(prints, self._wanted_prints)
+            hits = self._wanted_prints[prints]
             if not hits.any():
                 continue
             owners = np.repeat(np.arange(size), held)
             chosen = np.unique(owners[hits]).tolist()  # the texts holding a wanted fingerprint
-            tokens = _slice_tokens([part[i] for i in chosen])
-            grams, texts, starts = _slice_grams(tokens, n)
+            words = _slice_words([part[i] for i in chosen])
+            grams, texts, begins, ends = _slice_grams(words, n)
             where = np.searchsorted(self._wanted, grams)
             where[where == len(self._wanted)] = 0
             hit = np.flatnonzero(self._wanted[where] == grams)
             found = {
-                (t, tuple(tokens[s : s + n]))
-                for t, s in zip(texts[hit].tolist(), starts[hit].tolist(), strict=True)
+                (t, b" ".join(words[b:e].split()))
+                for t, b, e in zip(texts[hit].tolist(), begins[hit].tolist(), ends[hit].tolist(), strict=True)
             }
             self._exact.update(g for _, g in found)
 
-    def _rank(self) -> list[tuple[tuple[str, ...], int]]:
+    def _rank(self) -> list[tuple[bytes, int]]:
         return heapq.nsmallest(self.top, self._exact.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def result(self) -> list[tuple[str, float]]:
         assert self._ranked is not None, "exact_pass() has not said the passes are done"
-        return [(" ".join(g), c / self.total) for g, c in self._ranked]
+        return [(g.decode("ascii"), c / self.total) for g, c in self._ranked]
 
 
 def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple[str, float]]:
@@ -345,8 +400,9 @@ def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple
     threshold above the exact `top`-th count, the second pass runs again with the threshold lowered to that
     count, so every n-gram that can rank is counted exactly: the result is `repeated_ngrams`'s, exactly.
 
-    Each slice of texts is tokenised in one regex pass and its n-grams hashed with numpy from the words'
-    hashes (`RepeatedNgrams`), not built as tuples of words: only the n-grams that can rank are."""
+    Each slice of texts is reduced to its words by one `bytes.translate` (`_slice_words`) and its words and
+    n-grams hashed with numpy from those bytes (`_slice_grams`), not built as strings and tuples of words:
+    only the n-grams that can rank are."""
     counter = RepeatedNgrams(n, top)
     for batch in batches():
         counter.bound(batch)
@@ -356,17 +412,33 @@ def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple
     return counter.result()
 
 
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` by sorting: numpy's hash table (numpy >= 2.3) is several times slower on these
+    arrays of hashes."""
+    values = np.sort(values)
+    return values[_firsts(values)]
+
+
+def _firsts(values: np.ndarray) -> np.ndarray:
+    """Whether each of the sorted `values` differs from the one before it."""
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = values[1:] != values[:-1]
+    return first
+
+
 def _fold(keys: np.ndarray, counts: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct hashes of `keys` and `more` with their summed counts (each of `more` counts 1)."""
-    if not len(more):
-        return keys, counts
-    new, ones = np.unique(more, return_counts=True)
+    """The sorted distinct hashes of `keys` and `more` with their summed counts (each of `more` counts 1).
+    `more` is sorted runs (a slice's hashes each), which a stable sort merges quickly."""
+    more = np.sort(more, kind="stable")
+    first = _firsts(more)
+    new = more[first]
+    times = np.diff(np.flatnonzero(np.append(first, True))).astype(np.int32)  # how many of each
     at = np.searchsorted(keys, new)
     seen = at < len(keys)
     seen[seen] = keys[at[seen]] == new[seen]
-    np.add.at(counts, at[seen], ones[seen].astype(np.int32))
+    counts[at[seen]] += times[seen]  # distinct positions: each of `new` is one hash
     fresh = ~seen
-    return np.insert(keys, at[fresh], new[fresh]), np.insert(counts, at[fresh], ones[fresh].astype(np.int32))
+    return np.insert(keys, at[fresh], new[fresh]), np.insert(counts, at[fresh], times[fresh])
 
 
 def top_ngram_share(texts: Sequence[str | None], n: int = 8) -> float:
@@ -377,11 +449,11 @@ def top_ngram_share(texts: Sequence[str | None], n: int = 8) -> float:
 
 def overlap(question: str, article: str, n: int = 4) -> float:
     """The share of the question's word n-grams that occur in the article (0.0 for a question shorter than n)."""
-    grams = ngrams(question, n)
-    if not grams:
-        return 0.0
-    have = set(ngrams(article, n))
-    return sum(g in have for g in grams) / len(grams)
+    return _share_held(ngrams(question, n), set(ngrams(article, n)))
+
+
+def _share_held(grams: list[tuple[str, ...]], held: set[tuple[str, ...]]) -> float:
+    return sum(g in held for g in grams) / len(grams) if grams else 0.0
 
 
 # A question whose 4-grams mostly occur in its article was copied from it, not paraphrased.
@@ -393,7 +465,9 @@ def verbatim(question: str, article: str) -> bool:
 
 
 def verbatim_share(pairs: Sequence[tuple[str, str]]) -> float:
-    """The share of (question, article) pairs whose question is mostly verbatim in its article."""
+    """The share of (question, article) pairs whose question is mostly verbatim in its article (`verbatim`;
+    each article's 4-grams gathered once, as questions share articles)."""
     if not pairs:
         return 0.0
-    return sum(verbatim(q, a) for q, a in pairs) / len(pairs)
+    held = {a: set(ngrams(a, 4)) for a in {a for _, a in pairs}}
+    return sum(_share_held(ngrams(q, 4), held[a]) > VERBATIM_OVERLAP for q, a in pairs) / len(pairs)

@@ -38,6 +38,8 @@ from validators.fidelity import (
 )
 
 SAMPLE = 130  # CRMArena's per-task instance count: the issue compares question sets of 130
+# characters of a text field kept from its first read to be its second (~20 MB; a longer field is read again)
+TEXT_HELD = 1 << 24
 TEXT_FIELDS: tuple[tuple[str, str], ...] = (
     ("Case", "Subject"),
     ("Case", "Description"),
@@ -112,9 +114,26 @@ def _from_frames(frames: Frames) -> TextSource:
     return source
 
 
+def _bound(batches: Batches, repeated: RepeatedNgrams) -> Batches:
+    """`repeated.bound` of each batch `batches()` reads; returned, what reads them again: the batches held, while
+    they add up to at most `TEXT_HELD` characters, else `batches`."""
+    held: list[Sequence[str | None]] | None = []
+    chars = 0
+    for batch in batches():
+        repeated.bound(batch)
+        if held is not None:
+            chars += sum(map(len, filter(None, batch)))
+            held = [*held, batch] if chars <= TEXT_HELD else None
+    if held is None:
+        return batches
+    kept = held
+    return lambda: kept
+
+
 def text_figures(texts: TextSource) -> list[dict[str, Any]]:
     """The per-field figures, each field read in batches (twice: the count and the n-gram hashes, then the
-    samples and the exact counts of the most repeated n-grams), so only one batch of text is held at a time."""
+    samples and the exact counts of the most repeated n-grams), so that little text is held at a time: the
+    first read's batches, while they add up to at most `TEXT_HELD` characters, are the second read."""
     out = []
     for sobject, field in TEXT_FIELDS:
         batches = texts(sobject, field)
@@ -123,13 +142,12 @@ def text_figures(texts: TextSource) -> list[dict[str, Any]]:
         # two reads of the field: the n-gram hashes and the count; the samples and the exact counts of the
         # n-grams that can rank (a third only should a hash collision call for it)
         repeated = RepeatedNgrams(8, 3)
-        for batch in batches():
-            repeated.bound(batch)
+        again = _bound(batches, repeated)
         records = repeated.total
         exact = repeated.exact_pass()
-        samples = sampled_texts(batches, records, SAMPLE, each=repeated.exact if exact else None)
+        samples = sampled_texts(again, records, SAMPLE, each=repeated.exact if exact else None)
         while exact and repeated.exact_pass():
-            for batch in batches():
+            for batch in again():
                 repeated.exact(batch)
         d1, d2, d3 = mean_distinct_ns_of(samples, (1, 2, 3))
         out.append(

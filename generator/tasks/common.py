@@ -629,6 +629,15 @@ def product_cases(data: OrgData) -> dict[str, Any]:
     return data.cache["product_cases"]
 
 
+def sampled_created(cases: pd.DataFrame, seed: int, draws: np.random.RandomState) -> datetime:
+    """The CreatedDate of `cases.sample(1, random_state=seed)`'s row, without building that frame: pandas draws
+    its position with `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes
+    the same draws as that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
+    draws.seed(seed)
+    at = draws.choice(len(cases), size=1, replace=False)[0]
+    return cases["CreatedDate"].iloc[at].to_pydatetime()
+
+
 def product_name(data: OrgData, product_id: str) -> str:
     if "product_names" not in data.cache:
         data.cache["product_names"] = dict(zip(data.products["Id"], data.products["Name"], strict=True))

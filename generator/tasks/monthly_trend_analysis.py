@@ -28,6 +28,7 @@ from generator.tasks.common import (
     product_cases,
     product_name,
     relative_window,
+    sampled_created,
     today_line,
     window_from_params,
 )
@@ -79,12 +80,13 @@ def sampler_monthly_trend(data: OrgData) -> Any:
     if len(rich) < MIN_RICH:
         rich, rich_w, least = list(products), list(weights), 1
 
+    draws = np.random.RandomState()
+
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
         if not rich:
             return None
         product = rng.choices(rich, weights=rich_w)[0]
-        case = product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
-        when = case["CreatedDate"].to_pydatetime()
+        when = sampled_created(product_cases(data)[product], rng.randrange(2**31), draws)
         unit, count = ("month", rng.randint(7, 11)) if rng.random() < 0.5 else ("quarter", rng.randint(3, 6))
         today = (when + timedelta(days=rng.randint(20, 150))).date()
         w = relative_window(today, unit, count)

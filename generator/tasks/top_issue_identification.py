@@ -30,6 +30,7 @@ from generator.tasks.common import (
     product_name,
     random_window,
     relative_window,
+    sampled_created,
     today_line,
     window_from_params,
 )
@@ -77,14 +78,15 @@ def sampler_top_issue(data: OrgData) -> Any:
     products, weights = case_products(data)
     all_products = list(data.products["Id"])
 
+    draws = np.random.RandomState()
+
     def sample(rng: random.Random, want_none: bool) -> Instance | None:
         if want_none:
             product = rng.choice(all_products)
             today, w = random_window(data, rng, named_share=0.5)
         else:
             product = rng.choices(products, weights=weights)[0]
-            case = product_cases(data)[product].sample(1, random_state=rng.randrange(2**31)).iloc[0]
-            when = case["CreatedDate"].to_pydatetime()
+            when = sampled_created(product_cases(data)[product], rng.randrange(2**31), draws)
             if rng.random() < 0.5:
                 kind = rng.choice(["month", "quarter", "season", "season"])
                 if kind == "month":

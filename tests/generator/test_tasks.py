@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -22,6 +23,7 @@ from generator.tasks.common import (
     agent_task_params,
     random_window,
     relative_window,
+    sampled_created,
     window_from_params,
 )
 from generator.tasks.handle_time import solve_handle_time
@@ -372,3 +374,19 @@ def test_large_objects_read_in_blocks_equal_the_whole_read(
         outgoing[["ParentId", "TextBody", "Incoming", "MessageDate"]].reset_index(drop=True),
         check_exact=True,
     )
+
+
+def test_sampled_created_is_the_row_pandas_samples() -> None:
+    """One reseeded RandomState draws the row `DataFrame.sample(1, random_state=seed)` draws, whatever it drew
+    before."""
+    cases = pd.DataFrame(
+        {
+            "Id": [f"c{k}" for k in range(23)],
+            "CreatedDate": pd.date_range("2024-01-01 09:30", periods=23, freq="37h"),
+        }
+    )
+    draws = np.random.RandomState()
+    for seed in [0, 1, 7, 2**31 - 1, *random.Random(3).sample(range(2**31), 40)]:
+        for rows in (cases, cases.iloc[:1], cases.iloc[5:9]):
+            want = rows.sample(1, random_state=seed).iloc[0]["CreatedDate"].to_pydatetime()
+            assert sampled_created(rows, seed, draws) == want

@@ -18,11 +18,15 @@ report too; their targets belong to the writer's work (issue 16 items 1 and 3) a
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
+from orgs.bundle import Bundle
+from validators import fidelity_report
 from validators.audit import run_audit
 from validators.fidelity_report import (
     TARGETS,
@@ -59,6 +63,26 @@ def test_text_figures_cover_the_written_fields(default_bundle: Path) -> None:
     for t in figures["text"]:
         assert 0 < t["distinct_1"] <= t["distinct_2"] <= t["distinct_3"] <= 1
         assert all(0 < g["share"] <= 1 and len(g["text"].split()) == 8 for g in t["top_8grams"])
+
+
+def test_a_field_past_the_held_size_is_read_again(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each text field is read once while its text fits in TEXT_HELD characters, else twice: same figures."""
+    reads: Counter[str] = Counter()  # "sObject.field" → reads of that column alone
+    iter_columns = Bundle.iter_columns
+
+    def counted(bundle: Bundle, sobject: str, columns: list[str], rows: int | None = None) -> Any:
+        reads[".".join([sobject, *columns])] += 1
+        return iter_columns(bundle, sobject, columns, rows)
+
+    monkeypatch.setattr(Bundle, "iter_columns", counted)
+    held = fidelity_figures(default_bundle)["text"]
+    assert {t["name"]: reads[t["name"]] for t in held} == {t["name"]: 1 for t in held}
+    reads.clear()
+    monkeypatch.setattr(fidelity_report, "TEXT_HELD", 0)
+    assert fidelity_figures(default_bundle)["text"] == held
+    assert {t["name"]: reads[t["name"]] for t in held} == {t["name"]: 2 for t in held}
 
 
 def test_query_figures_by_hand() -> None:

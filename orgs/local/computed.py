@@ -307,6 +307,12 @@ def whole_object_fields(spec: ObjectSpec) -> list[str]:
     return [f.name for f in spec.fields if f.computed and by_name[f.name].auto_number]
 
 
+def api_user_fields(spec: ObjectSpec) -> list[str]:
+    """The computed fields of `spec` that take the org's API user (`creators`: where a record has no owner)."""
+    by_name = {r.name: r for r in RULES}
+    return [f.name for f in spec.fields if f.computed and by_name[f.name].compute is creators]
+
+
 def compute(
     spec: ObjectSpec, raw: pd.DataFrame, facts: OrgFacts, only: Collection[str] | None = None
 ) -> dict[str, Sequence[Any]]:

@@ -37,8 +37,8 @@ from orgs.local.computed import (
     OrgFacts,
     api_user_fields,
     compute,
+    date_columns,
     local_model,
-    record_dates,
     stored_spec,
     whole_object_fields,
     wire_datetime,
@@ -102,14 +102,15 @@ def model_digest(model: OrgModel) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def _convert(f: FieldSpec) -> Any:
+def _converted(f: FieldSpec, values: list[Any]) -> list[Any]:
+    """A column's CSV strings (None for empty) as the store holds them: booleans 0/1, numbers as numbers."""
     if f.type == "boolean":
-        return lambda v: None if v is None else (1 if v.lower() == "true" else 0)
+        return [None if v is None else (1 if v.lower() == "true" else 0) for v in values]
     if f.type == "int":
-        return lambda v: None if v is None else int(float(v))
+        return [None if v is None else int(float(v)) for v in values]
     if f.type in ("double", "currency"):
-        return lambda v: None if v is None else float(v)
-    return None
+        return [None if v is None else float(v) for v in values]
+    return values
 
 
 @dataclass
@@ -315,6 +316,11 @@ class StoreBuilder:
             indexes = indexes[:first]
         before = _fingerprint_of(self.bundle, spec)
         _load_object(self.conn, self.bundle, spec, facts, [sql for _, sql in indexes])
+        if name not in self.unsettled:
+            # the statistics of the table and its indexes, which the query planner reads (made as each table is
+            # complete, so that `finish` has less to do once the last object is written); FTS5 reaches its
+            # shadow tables by key alone, so they are not scanned
+            self.conn.execute(f"ANALYZE {quote(name)}")
         after = _fingerprint_of(self.bundle, spec)
         # an object whose files changed while it was read is marked stale: `finish` loads it again
         self.loaded[name] = after if after == before else []
@@ -333,6 +339,7 @@ class StoreBuilder:
                 )
             for sql in indexes:
                 self.conn.execute(sql)
+            self.conn.execute(f"ANALYZE {quote(name)}")  # complete now (see `load`)
         self.unsettled.clear()
 
     def finish(self, wanted: dict[str, str] | None = None, facts: OrgFacts | None = None) -> StoreInfo:
@@ -348,10 +355,6 @@ class StoreBuilder:
                 self.load(name, facts)
             self.settle(facts.api_user)
         meta = wanted or store_wanted(self.bundle, self.model)
-        # statistics for the base tables and their indexes, which the query planner reads; FTS5 reaches its
-        # shadow tables by key alone, so they are not scanned
-        for spec in self.model:
-            self.conn.execute(f"ANALYZE {quote(spec.name)}")
         rows = [*meta.items(), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))]
         self.conn.executemany("INSERT INTO orgseed_meta (key, value) VALUES (?, ?)", rows)
         self.conn.commit()
@@ -393,8 +396,9 @@ def org_facts(bundle: Bundle, model: OrgModel) -> OrgFacts:
             d
             for spec in model
             if any(f.type in ("date", "datetime") and not f.computed for f in spec.fields)
-            for row in record_dates(spec, bundle.read_raw(spec.name, stored_spec(spec)))
-            for d in row
+            for column in date_columns(spec, bundle.read_raw(spec.name, stored_spec(spec)))
+            for d in column
+            if d
         ]
         go_live = min(dates, default="2000-01-01T00:00:00.000+0000")
     api_user = None
@@ -488,9 +492,7 @@ def _load_object(
             elif f.computed:
                 columns.append(list(computed[f.name]))
             else:
-                values = raw[f.name].tolist()
-                conv = _convert(f)
-                columns.append(values if conv is None else [conv(v) for v in values])
+                columns.append(_converted(f, raw[f.name].tolist()))
         del raw, computed
         # explicit rowids (1..n, CSV order): the FTS table and the default record order key off them
         rowids = range(done + 1, done + n + 1)

@@ -121,6 +121,7 @@ class StoreInfo:
     data_sha256: str
 
 
+PAGE_BYTES = 16_384  # the store's page size (see StoreBuilder)
 MMAP_BYTES = 268_435_456
 CACHE_KIB = 65_536  # SQLite's page cache per connection (a served org's choice; see Store)
 
@@ -294,6 +295,9 @@ class StoreBuilder:
         # object loaded with `api_user_later` -> its fields that take the API user, and the indexes left out
         self.unsettled: dict[str, tuple[list[str], list[str]]] = {}
         self.conn: sqlite3.Connection | None = sqlite3.connect(self.tmp)
+        # 16 KiB pages rather than 4: fewer CPU-seconds inserting and indexing the records (scale 10: SQLite's
+        # part of a build 1.94 -> 1.66 CPU-s), and the check through the org queries it as fast (2.55 CPU-s)
+        self.conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")
         self.conn.execute("PRAGMA journal_mode = OFF")
         self.conn.execute("PRAGMA synchronous = OFF")
         self.conn.execute("CREATE TABLE orgseed_meta (key TEXT PRIMARY KEY, value TEXT)")

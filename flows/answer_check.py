@@ -109,8 +109,10 @@ def build_store(root: Path | str) -> float:
 def build_store_as_written(root: Path | str) -> float:
     """The store stage of a build with a sidecar (flows/sidecar.py), run there while the building process
     generates: each object is loaded into the org's store as soon as the building process says it is written
-    (once the User, which the system fields need, is), and the store is finished (the rest loaded, statistics,
-    meta) once all are. The check through the org then finds it up to date. Its seconds, waits included."""
+    (those written before the User without the API user, which the system fields take from it and which is
+    written into them once the User is: `StoreBuilder.settle`), and the store is finished (the rest loaded,
+    statistics, meta) once all are. The check through the org then finds it up to date. Its seconds, waits
+    included."""
     from flows.sidecar import notices
     from orgs.bundle import Bundle
     from orgs.local.computed import local_model
@@ -124,17 +126,22 @@ def build_store_as_written(root: Path | str) -> float:
     try:
         written: list[str] = []
         waiting: list[str] = []
-        facts: OrgFacts | None = None
+        facts: OrgFacts | None = None  # once the User (the API user) is written
         for name in notices():
             if name not in model.objects:
                 continue
             written.append(name)
             waiting.append(name)
-            facts = facts or org_facts_once_written(bundle, model, written)
-            if facts is not None:
-                for loaded in waiting:
-                    builder.load(loaded, facts)
-                waiting.clear()
+            found = org_facts_once_written(bundle, model, written) if facts is None else (facts, True)
+            if found is None:
+                continue  # no go-live in the manifest: it needs every object's dates, so all wait for `finish`
+            now, user_known = found
+            if user_known and facts is None:
+                facts = now
+                builder.settle(facts.api_user)
+            for loaded in waiting:
+                builder.load(loaded, now, api_user_later=not user_known)
+            waiting.clear()
         builder.finish(facts=facts)  # what was not loaded yet, with the bundle's facts
     finally:
         builder.abandon()

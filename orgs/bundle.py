@@ -160,32 +160,22 @@ def read_text_regular(path: Path, label: str, root: Path | None = None, limit: i
 MAX_JSON_DEPTH = 64
 
 
+# a JSON string (escapes included), or an unterminated one up to the end of the text
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def load_json_bounded(text: str, label: str) -> Any:
     """JSON text with nesting bounded by MAX_JSON_DEPTH (deeper documents are refused before parsing)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_JSON_DEPTH:
-                    raise BundleError(
-                        f"{label}: nested more than {MAX_JSON_DEPTH} levels deep; orgseed never writes that. "
-                        "Rebuild the bundle.",
-                        file=label,
-                    )
-        elif ch in "]}":
-            depth -= 1
+    depth = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):  # the brackets outside strings
+        depth += 1 if bracket in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            raise BundleError(
+                f"{label}: nested more than {MAX_JSON_DEPTH} levels deep; orgseed never writes that. "
+                "Rebuild the bundle.",
+                file=label,
+            )
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -73,37 +73,54 @@ def _memo(kind: str, spec: ObjectSpec, frame: pd.DataFrame, make: Callable[[], A
     return table[key]
 
 
-def record_dates(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[str]]:
-    """Each record's own dates (stored date and date-time fields), in wire form."""
+def date_columns(spec: ObjectSpec, frame: pd.DataFrame) -> list[list[str | None]]:
+    """The records' own dates (stored date and date-time fields), a list per field, in wire form (None for
+    empty)."""
 
-    def make() -> list[list[str]]:
-        cols = [frame[f.name].tolist() for f in spec.fields if f.type in DATE_TYPES and not f.computed]
-        return (
-            [[wire_datetime(v) for v in row if v] for row in zip(*cols, strict=True)]
-            if cols
-            else [[]] * len(frame)
-        )
+    def make() -> list[list[str | None]]:
+        return [
+            [wire_datetime(v) if v else None for v in frame[f.name].tolist()]
+            for f in spec.fields
+            if f.type in DATE_TYPES and not f.computed
+        ]
 
     return list(_memo("dates", spec, frame, make))
 
 
+def _earliest(columns: list[list[str | None]], n: int) -> list[str | None]:
+    """Each of `n` records' earliest date in `columns` (None: it has none). Wire forms compare as times."""
+    out: list[str | None] = [None] * n
+    for col in columns:
+        out = [d if e is None or (d is not None and d < e) else e for e, d in zip(out, col, strict=True)]
+    return out
+
+
+def _latest(columns: list[list[str | None]], n: int) -> list[str | None]:
+    """Each of `n` records' latest date in `columns` (None: it has none)."""
+    out: list[str | None] = [None] * n
+    for col in columns:
+        out = [d if e is None or (d is not None and d > e) else e for e, d in zip(out, col, strict=True)]
+    return out
+
+
 def created_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
     def make() -> list[str]:
+        earliest = _earliest(date_columns(spec, frame), len(frame))
         if spec.has_field("CreatedDate") and not spec.field("CreatedDate").computed:
             own = [wire_datetime(v) if v else None for v in frame["CreatedDate"].tolist()]
-            return [
-                c or min(d, default=facts.go_live)
-                for c, d in zip(own, record_dates(spec, frame), strict=True)
-            ]
-        return [min(d, default=facts.go_live) for d in record_dates(spec, frame)]
+            return [c or e or facts.go_live for c, e in zip(own, earliest, strict=True)]
+        return [e or facts.go_live for e in earliest]
 
     return list(_memo("created", spec, frame, make))
 
 
 def modified_dates(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
+    """The latest of the record's CreatedDate and dates."""
+
     def make() -> list[str]:
         created = created_dates(spec, frame, facts)
-        return [max([c, *d]) for c, d in zip(created, record_dates(spec, frame), strict=True)]
+        latest = _latest(date_columns(spec, frame), len(frame))
+        return [d if d is not None and d > c else c for c, d in zip(created, latest, strict=True)]
 
     return list(_memo("modified", spec, frame, make))
 
@@ -116,9 +133,9 @@ def creators(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str
 def numbers(spec: ObjectSpec, frame: pd.DataFrame, facts: OrgFacts) -> list[str]:
     created = created_dates(spec, frame, facts)
     ids = frame["Id"].tolist()
-    order = sorted(range(len(frame)), key=lambda i: (created[i], ids[i]))
+    order = sorted(zip(created, ids, range(len(frame)), strict=True))  # ties of both by record order
     out = [""] * len(frame)
-    for rank, i in enumerate(order, start=1):
+    for rank, (_, _, i) in enumerate(order, start=1):
         out[i] = f"{rank:0{NUMBER_WIDTH}d}"
     return out
 
@@ -305,6 +322,12 @@ def whole_object_fields(spec: ObjectSpec) -> list[str]:
     creation order); the others are computed from the record alone."""
     by_name = {r.name: r for r in RULES}
     return [f.name for f in spec.fields if f.computed and by_name[f.name].auto_number]
+
+
+def api_user_fields(spec: ObjectSpec) -> list[str]:
+    """The computed fields of `spec` that take the org's API user (`creators`: where a record has no owner)."""
+    by_name = {r.name: r for r in RULES}
+    return [f.name for f in spec.fields if f.computed and by_name[f.name].compute is creators]
 
 
 def compute(

@@ -284,8 +284,8 @@ def store_stage_telling(root: str, told: str) -> float:
 
     load = StoreBuilder.load
 
-    def loading(self: StoreBuilder, name: str, facts: Any) -> None:
-        load(self, name, facts)
+    def loading(self: StoreBuilder, name: str, facts: Any, api_user_later: bool = False) -> None:
+        load(self, name, facts, api_user_later)
         with open(told, "a", encoding="utf-8") as fh:
             fh.write(name + "\n")
 
@@ -298,7 +298,7 @@ def store_stage_telling(root: str, told: str) -> float:
 
 def test_the_store_stage_loads_each_object_once_it_is_written(small_bundle: Path, tmp_path: Path) -> None:
     """In the sidecar, the store stage loads an object as soon as the building process says it is written
-    (objects written before the User wait for it: the system fields need it), before all are; then it finishes
+    (those written before the User too, and given the API user once it is), before all are; then it finishes
     the store the check through the org finds up to date, the same as a rebuild."""
     import asyncio
 
@@ -316,6 +316,7 @@ def test_the_store_stage_loads_each_object_once_it_is_written(small_bundle: Path
         with sidecar.Sidecar() as side:
             stage = asyncio.ensure_future(side.run("store", store_stage_telling, str(root), str(told)))
             side.written("Account")
+            await loaded(["Account"])
             side.written("User")
             await loaded(["Account", "User"])
             side.written("Contact")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import orgs.bundle as bundle_module
 from orgs.bundle import (
+    MAX_JSON_DEPTH,
     MIN_PART_BYTES,
     PART_BYTES,
     Bundle,
@@ -30,6 +31,7 @@ from orgs.bundle import (
     data_digest,
     format_frame,
     lines_of,
+    load_json_bounded,
     read_csv_lines,
     read_text_regular,
     split_rows,
@@ -347,3 +349,50 @@ def test_latent_datetimes_are_written_as_the_formatter_writes_them(
     out = io.StringIO()
     expected.to_csv(out, index=False, lineterminator="\n")
     assert (root / "latent" / "Issue__c.csv").read_text(encoding="utf-8") == out.getvalue()
+
+
+def _depth_by_characters(text: str) -> int:
+    """The deepest nesting of `text`'s brackets outside its strings, one character at a time (the
+    definition `load_json_bounded` bounds)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet='[{]}"\\ 1', max_size=30))
+def test_json_nesting_is_bounded_outside_strings(text: str) -> None:
+    """`load_json_bounded` refuses a text exactly when its brackets outside strings (escapes and unterminated
+    strings included) nest deeper than the bound, whether the text is valid JSON or not."""
+    with mock.patch.object(bundle_module, "MAX_JSON_DEPTH", 2):
+        try:
+            load_json_bounded(text, "t.json")
+            refused = False
+        except BundleError as exc:
+            refused = "nested more than 2 levels deep" in str(exc)
+    assert refused == (_depth_by_characters(text) > 2)
+
+
+def test_json_nesting_counts_no_bracket_inside_a_string() -> None:
+    deep = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert load_json_bounded(deep, "t.json")
+    inner = json.loads("[" * (MAX_JSON_DEPTH - 2) + "]" * (MAX_JSON_DEPTH - 2))
+    doc = json.dumps({"a": '[[{"\\' * 100, "b": [inner]})  # 64 deep, and brackets in a string
+    assert load_json_bounded(doc, "t.json")["b"] == [inner]
+    with pytest.raises(BundleError, match="nested more than"):
+        load_json_bounded("[" + deep + "]", "t.json")

@@ -330,8 +330,9 @@ def test_full_text_index_holds_the_search_tokens_of_the_stored_texts(bundle: Pat
 
 
 def _dump(path: Path) -> dict[str, Any]:
-    """Every object table's rows in rowid order, its full-text index's (term, doc, column, offset) rows, and
-    the planner's statistics: what a query can see of a store."""
+    """Every object table's rows in rowid order, its full-text index's (term, doc, column, offset) rows, the
+    planner's statistics and each table's indexes in the order the planner meets them: what a query can see of
+    a store."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         tables = [
@@ -351,6 +352,12 @@ def _dump(path: Path) -> dict[str, Any]:
         out["indexes"] = sorted(
             conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall()
         )
+        by_table: dict[str, list[str]] = {}
+        for table, index in conn.execute(
+            "SELECT tbl_name, name FROM sqlite_master WHERE type = 'index' ORDER BY rowid"
+        ):
+            by_table.setdefault(table, []).append(index)
+        out["index_order"] = by_table
         meta = dict(conn.execute("SELECT key, value FROM orgseed_meta").fetchall())
         meta.pop("built")
         out["meta"] = meta
@@ -381,6 +388,43 @@ def test_built_an_object_at_a_time_in_any_order_it_is_the_same_store(bundle: Pat
     builder.finish()
     assert _dump(bundle / STORE_FILE) == whole
     assert not Store.open(bundle).info.rebuilt  # its meta is what an up-to-date store records
+
+
+def test_objects_loaded_before_the_api_user_is_known_are_the_same_once_settled(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """A build writes the User after other objects: loaded without the API user (its records without an owner
+    take NULL for it, and the indexes from the first on such a field wait), then settled once the User is
+    known, they are what a store built with it holds. An object settled by `finish` alone is too."""
+    from orgs.bundle import Bundle
+    from orgs.local.computed import OrgFacts, local_model
+    from orgs.local.store import StoreBuilder, org_facts
+
+    whole = _dump(Store.open(bundle).path)
+    model = local_model(load_model())
+    b = Bundle(bundle)
+    facts = org_facts(b, model)
+    assert facts.api_user is not None
+    early = OrgFacts(facts.go_live, None)
+    names = [s.name for s in model if s.name != "User"]
+    for settle_in_finish in (False, True):
+        (bundle / STORE_FILE).unlink()
+        builder = StoreBuilder(b, model)
+        for name in names:
+            builder.load(name, early, api_user_later=True)
+        conn = builder.conn
+        assert conn is not None
+        # before it is settled: NULL where the API user goes, and no index on those fields yet
+        assert conn.execute('SELECT COUNT(*) FROM "Account" WHERE CreatedById IS NULL').fetchone()[0] > 0
+        assert not conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Account' AND sql LIKE '%CreatedById%'"
+        ).fetchall()
+        if not settle_in_finish:
+            builder.settle(facts.api_user)
+        builder.load("User", facts)
+        builder.finish()
+        assert _dump(bundle / STORE_FILE) == whole
+        assert not Store.open(bundle).info.rebuilt
 
 
 def test_an_object_changed_after_it_was_loaded_is_loaded_again(bundle: Path) -> None:

@@ -397,3 +397,23 @@ def test_a_forked_sidecar_writes_nothing_this_process_had_buffered() -> None:
         check=True,
     )
     assert out.stdout == "written once"
+
+
+def code_check_disagreeing(root: Any) -> None:
+    """The code check (in the sidecar) finding a disagreement (planted by the test)."""
+    raise build_module.TaskCheckFailed("1 task answer(s) disagree (planted by the test)", disagreements=1)
+
+
+def http_sample_failing(root: Any, *args: Any) -> Any:
+    raise RuntimeError("the served org refused (planted by the test)")
+
+
+def test_with_a_sidecar_the_code_checks_verdict_comes_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the code check disagrees and the check through the org fails too (here, earlier), the build fails
+    with the code check's verdict, as when the stages run one after the other."""
+    monkeypatch.setattr(build_module, "check_task_answers", code_check_disagreeing)
+    monkeypatch.setattr(answer_check, "check_over_http", http_sample_failing)
+    with pytest.raises(build_module.TaskCheckFailed, match="planted by the test"):
+        run_build(_small(tmp_path))

@@ -13,13 +13,12 @@ written by the flow) and returns a value.
 The process is started when the build starts, before generation, and imports the stages' modules while the
 building process generates, so its start-up is off the critical path. It is forked when the building process
 runs a single thread then (the in-process build: the child starts with every module the building process has
-imported, ~0.8 CPU-s less at start-up), else spawned (under Prefect: a forked child would inherit other
-threads' locks, held mid-use). While generation runs
-it builds the org's store (`org.sqlite`) an object at a time, as the building process writes them: the building
-process tells it which object it has written (`written`) and when all are (`all_written`), through a queue the
-process is given when it starts (`notices`, read by the store stage, flows/answer_check.py). A stage's `start`
-and `seconds` are measured in the sidecar (`measured`), not when the building process gets round to
-collecting its result.
+imported, ~0.6 CPU-s less at start-up), else spawned (under Prefect: a forked child would inherit other
+threads' locks, held mid-use). While generation runs it builds the org's store (`org.sqlite`) an object at
+a time, as the building process writes them: the building process tells it which object it has written
+(`written`) and when all are (`all_written`), through a queue the process is given when it starts (`notices`,
+read by the store stage, flows/answer_check.py). A stage's `start` and `seconds` are measured in the sidecar
+(`measured`), not when the building process gets round to collecting its result.
 """
 
 from __future__ import annotations

@@ -174,9 +174,8 @@ Batches = Callable[[], Iterable[Sequence[str | None]]]  # each call reads the te
 COMPACT_AT = 1 << 18  # n-gram hashes buffered before they are folded into the sorted (hash, count) arrays
 TEXT_BITS = 10  # the low bits of a (hash, text) key: the text's number in its slice
 SLICE = 1 << TEXT_BITS  # texts tokenised together (bounds the token arrays held at once)
-_HASH_BITS = (
-    64 - TEXT_BITS
-)  # bits of an n-gram's hash (the high bits of its words' hashes as digits base _MIX)
+# bits of an n-gram's hash (the high bits of its words' hashes as digits base _MIX)
+_HASH_BITS = 64 - TEXT_BITS
 _SEP = "\x00"  # joins a slice's texts: WORD never matches it, so no word or n-gram spans two texts
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|\x00")  # WORD, or a text boundary
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd

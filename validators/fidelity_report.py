@@ -123,7 +123,10 @@ def _bound(batches: Batches, repeated: RepeatedNgrams) -> Batches:
         repeated.bound(batch)
         if held is not None:
             chars += sum(map(len, filter(None, batch)))
-            held = [*held, batch] if chars <= TEXT_HELD else None
+            if chars <= TEXT_HELD:
+                held.append(batch)
+            else:
+                held = None
     if held is None:
         return batches
     kept = held

@@ -21,13 +21,19 @@ import math
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.gcpause import fewer_collections
+
+if TYPE_CHECKING:
+    from schemas.model import OrgModel
+    from schemas.profile import Profile
+    from validators.findings import Report
+    from validators.staged import StagedRun
 
 HTTP_SHARE = 0.05  # of the instances re-derived over HTTP as well
 HTTP_MIN = 10
@@ -106,33 +112,62 @@ def build_store(root: Path | str) -> float:
     return round(time.perf_counter() - t, 3)
 
 
-def build_store_as_written(root: Path | str) -> float:
+# in the sidecar: the validation begun during generation (by the store stage) for a bundle root, with the
+# fingerprints of its objects' files when they were written; the validate stage takes it (`validate_written`)
+_begun: dict[str, tuple[StagedRun, dict[str, list[int]]]] = {}
+
+
+def build_store_as_written(
+    root: Path | str, profile: Profile | None = None, model: OrgModel | None = None
+) -> float:
     """The store stage of a build with a sidecar (flows/sidecar.py), run there while the building process
     generates: each object is loaded into the org's store as soon as the building process says it is written
     (those written before the User without the API user, which the system fields take from it and which is
     written into them once the User is: `StoreBuilder.settle`), and the store is finished (the rest loaded,
     statistics, meta) once all are. The check through the org then finds it up to date. Its seconds, waits
-    included."""
+    included.
+
+    With `profile` (and `model`, the build's), validation is begun too: while no object is waiting to be
+    loaded, the next of its steps runs if every object it reads is written (`StagedRun.advance`), so the
+    process works through generation's slow objects rather than waiting; `validate_written` does the rest."""
     from flows.sidecar import notices
     from orgs.bundle import Bundle
     from orgs.local.computed import local_model
-    from orgs.local.store import OrgFacts, StoreBuilder, org_facts_once_written
+    from orgs.local.store import OrgFacts, StoreBuilder, fingerprint_of, org_facts_once_written
+    from schemas.gcpause import gc_paused
     from schemas.model import load_model
+    from validators.run import start_validation
 
     t = time.perf_counter()
     bundle = Bundle(root)
-    model = local_model(load_model())  # as the check's Store.open has it
-    builder = StoreBuilder(bundle, model)
+    model_here = local_model(load_model())  # as the check's Store.open has it
+    builder = StoreBuilder(bundle, model_here)
+    written: list[str] = []
+    idle: Callable[[], bool] | None = None
+    if profile is not None:
+        run = start_validation(root, profile, model)
+        prints: dict[str, list[int]] = {}
+        _begun[str(root)] = (run, prints)
+        ready: set[str] = set()
+
+        def next_step() -> bool:
+            with gc_paused():  # as in validate_bundle
+                return run.advance(ready)
+
+        idle = next_step
+
     try:
-        written: list[str] = []
         waiting: list[str] = []
         facts: OrgFacts | None = None  # once the User (the API user) is written
-        for name in notices():
-            if name not in model.objects:
+        for name in notices(idle):
+            if name not in model_here.objects:
                 continue
+            if profile is not None:
+                prints[name] = fingerprint_of(bundle, model_here.get(name))
+                ready.add(name)
             written.append(name)
             waiting.append(name)
-            found = org_facts_once_written(bundle, model, written) if facts is None else (facts, True)
+            found = org_facts_once_written(bundle, model_here, written) if facts is None else (facts, True)
             if found is None:
                 continue  # no go-live in the manifest: it needs every object's dates, so all wait for `finish`
             now, user_known = found
@@ -146,6 +181,24 @@ def build_store_as_written(root: Path | str) -> float:
     finally:
         builder.abandon()
     return round(time.perf_counter() - t, 3)
+
+
+def validate_written(root: Path | str, profile: Profile, model: OrgModel | None = None) -> Report:
+    """The validate stage: `validate_bundle`, going on from the validation the store stage began in this
+    process (`build_store_as_written`) when there is one whose objects' files are as they were when written;
+    else from the start. The same report either way."""
+    from orgs.bundle import Bundle
+    from orgs.local.store import fingerprint_of
+    from validators.run import validate_bundle
+
+    begun = _begun.pop(str(root), None)
+    early = None
+    if begun is not None:
+        run, prints = begun
+        bundle = Bundle(root)
+        if all(prints.get(name) == fingerprint_of(bundle, run.data.model.get(name)) for name in run.read):
+            early = run
+    return validate_bundle(root, profile, model, early=early)
 
 
 def check_answers_through_the_org(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import pandas as pd
 
 from flows import writer as writers
+from flows.answer_check import validate_written
 from flows.options import ANSWER_FORMATS, ENGINES, RUNNERS, BuildOptions
 from flows.writer import check_writer_options
 from generator.pipeline import (
@@ -54,7 +55,7 @@ from schemas.profile import Profile, load_profile
 from validators.fidelity_report import FIDELITY_JSON, fidelity_figures
 from validators.fidelity_report import summary as fidelity_summary
 from validators.findings import Report, ValidationFailed
-from validators.run import REPORT_PATH, validate_bundle, write_report
+from validators.run import REPORT_PATH, write_report
 
 if TYPE_CHECKING:
     from flows.sidecar import Sidecar
@@ -672,7 +673,7 @@ async def validate_step(
     """Validate the written bundle (the `validate` stage: on a Dask worker under `--runner dask`); write the
     report and record the outcome and its timing in the manifest (not yet written)."""
     t = time.perf_counter()
-    report: Report = await stage("validate", validate_bundle, root, profile, model, remote=True)
+    report: Report = await stage("validate", validate_written, root, profile, model, remote=True)
     write_report(report, root)
     seconds = time.perf_counter() - t
     own = getattr(stage, "measured", {}).get("validate")
@@ -697,14 +698,17 @@ def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-async def store_beside(stage: Timed, spans: dict[str, dict[str, Any]], root: Path) -> None:
-    """The `store` stage in the sidecar (`build_store_as_written`). It never fails the build: the data's
-    faults are found by validation and by the check through the org, which builds the store itself when this
-    stage did not; its error is recorded in the stage's span (/timings/stages/store/error)."""
+async def store_beside(
+    stage: Timed, spans: dict[str, dict[str, Any]], root: Path, profile: Profile, model: OrgModel
+) -> None:
+    """The `store` stage in the sidecar (`build_store_as_written`, which also begins validation there). It
+    never fails the build: the data's faults are found by validation and by the check through the org, which
+    builds the store itself when this stage did not; its error is recorded in the stage's span
+    (/timings/stages/store/error)."""
     from flows.answer_check import build_store_as_written
 
     try:
-        await stage("store", build_store_as_written, str(root), remote=True)
+        await stage("store", build_store_as_written, str(root), profile, model, remote=True)
     except Exception as exc:  # recorded; the check through the org builds the store itself
         spans.setdefault("store", {})["error"] = f"{type(exc).__name__}: {exc}"
 
@@ -790,7 +794,6 @@ async def build_bundle(
     rc = RunContext(root, run, make_context(run, model, profile))
     spans: dict[str, dict[str, Any]] = {}
     stage = timed(stage, spans)
-    t_gen, t_gen_epoch = time.perf_counter(), time.time()
     steps: dict[str, float] = dict(manifest.get("timings", {}).get("steps", {})) if stages else {}
     task_info: dict[str, Any] | None = None
     generation_seconds = float(manifest.get("timings", {}).get("generation_seconds", 0.0)) if stages else 0.0
@@ -800,16 +803,19 @@ async def build_bundle(
     # built. Otherwise (or when generation is resumed) that check builds it.
     side = stage.sidecar if "generate" not in stages else None
     storing: asyncio.Future[Any] | None = None
-    if side is not None:
-        storing = await started(store_beside(stage, spans, root))
     try:
         if "generate" not in stages:
+            # the latent world is made before generation (make_context): written first, so that validation
+            # begun in the sidecar during generation reads its policies
+            files.update(await stage("world", write_world, bundle, rc.build.world))
+            if side is not None:
+                storing = await started(store_beside(stage, spans, root, profile, model))
+            t_gen, t_gen_epoch = time.perf_counter(), time.time()
             result: GenerationResult = await generate(
                 rc, executor, opts.shards, persist, progress, shares_memory=shares_memory
             )
             generation_seconds = time.perf_counter() - t_gen
             spans["generate"] = {"start": round(t_gen_epoch, 3), "seconds": round(generation_seconds, 3)}
-            files.update(await stage("world", write_world, bundle, result.ctx.world))
             clear_work(root)
             release_freed_memory()  # generation's tables are gone; the stages after it start from what is live
             # what is live now (modules, model, caches) stays out of the collector's walks from here on

@@ -15,7 +15,8 @@ building process generates, so its start-up is off the critical path. It is fork
 runs a single thread then (the in-process build: the child starts with every module the building process has
 imported, ~0.6 CPU-s less at start-up), else spawned (under Prefect: a forked child would inherit other
 threads' locks, held mid-use). While generation runs it builds the org's store (`org.sqlite`) an object at
-a time, as the building process writes them: the building process tells it which object it has written
+a time, as the building process writes them, and begins validation while it waits for the next object (the
+steps that read only objects already written; the validate stage goes on from there): the building process tells it which object it has written
 (`written`) and when all are (`all_written`), through a queue the process is given when it starts (`notices`,
 read by the store stage, flows/answer_check.py). A stage's `start` and `seconds` are measured in the sidecar
 (`measured`), not when the building process gets round to collecting its result.
@@ -24,6 +25,7 @@ read by the store stage, flows/answer_check.py). A stage's `start` and `seconds`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import queue
@@ -82,10 +84,13 @@ def _receive(inbox: Any, done: Event, withdrawn: Event) -> None:
     _inbox = (inbox, done, withdrawn)
 
 
-def notices() -> Iterator[str]:
+def notices(idle: Callable[[], bool] | None = None) -> Iterator[str]:
     """In the sidecar: the names of the objects the building process has written, as it writes them, until
     it has written all (then the iterator ends; a stage retried after that gets no more names, and loads what
-    it lacks from the files). NoticesWithdrawn when the building process stops generating, or is gone."""
+    it lacks from the files). NoticesWithdrawn when the building process stops generating, or is gone.
+
+    `idle`, while no name is waiting, is called for a piece of other work; it says whether it did one (then
+    the queue is looked at again before the next), else the iterator waits for the next name."""
     if _inbox is None:
         raise NoticesWithdrawn("not in a sidecar: no building process tells this process what it wrote")
     inbox, done, withdrawn = _inbox
@@ -93,10 +98,16 @@ def notices() -> Iterator[str]:
     while True:
         if withdrawn.is_set():
             raise NoticesWithdrawn("the building process stopped generating")
-        try:
-            name = inbox.get(timeout=NOTICE_POLL_SECONDS)
-        except queue.Empty:
-            name = ""
+        name: Any = ""
+        if idle is not None:
+            try:
+                name = inbox.get_nowait()
+            except queue.Empty:
+                if idle():
+                    continue
+        if name == "":
+            with contextlib.suppress(queue.Empty):
+                name = inbox.get(timeout=NOTICE_POLL_SECONDS)
         if name is None:  # "all written", after the last name
             return
         if name:

@@ -82,15 +82,23 @@ def load_bundle(
     """The bundle at `root` as the checks read it; with `objects=False` everything but the objects' data
     (read them one at a time with `read_object`)."""
     root = Path(root)
-    bundle = Bundle(root)
-    data = BundleData(root=root, model=model or load_model(), bundle=bundle)
+    data = BundleData(root=root, model=model or load_model(), bundle=Bundle(root))
+    read_bundle_files(data, profile, objects)
+    return data
+
+
+def read_bundle_files(data: BundleData, profile: str | Profile | None = None, objects: bool = False) -> None:
+    """Read into `data` (made for its root, model and bundle) the manifest, checking the files it lists, the
+    profile, the objects (with `objects`), the latent tables and the policies."""
+    root, bundle = data.root, data.bundle
+    assert bundle is not None
     try:
         data.manifest = bundle.read_manifest()
     except BundleError as exc:
         data.problems.append(
             finding("bundle.manifest", str(exc), file="manifest.json", line=getattr(exc, "line", None))
         )
-        return data
+        return
     data.problems.extend(_check_files(root, data.manifest))
     data.profile = _resolve_profile(data, profile)
     if objects:
@@ -116,6 +124,13 @@ def load_bundle(
                     line=getattr(exc, "line", None),
                 )
             )
+    read_policies(data)
+
+
+def read_policies(data: BundleData) -> None:
+    """Read latent/world/policies.json into `data.policies` (a finding in `data.problems` when it is
+    unreadable; nothing when it is absent)."""
+    root = data.root
     policies = root / POLICIES
     if policies.exists():
         try:
@@ -136,7 +151,6 @@ def load_bundle(
                         pointer="",
                     )
                 )
-    return data
 
 
 def read_object(data: BundleData, bundle: Bundle, spec: ObjectSpec) -> pd.DataFrame | None:

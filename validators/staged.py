@@ -12,13 +12,16 @@ near-duplicate search, the largest step, before anything else large is read), th
 Case (chats, emails, history). An object's steps that read it alone come before its lookups. A step may say
 which columns of an object it reads; once the steps left read only some columns of a held object, the others
 are let go (OrderItem is held as ids and lookups through the Case steps). The per-record checks (JSON Schema,
-text) read ROW_CHUNK rows at a time.
+text) read ROW_CHUNK rows at a time. The steps that read the objects' latent tables (the articles' and offers'
+policies) come after those of the objects they read, so that a build can run the others while it still writes
+objects (`StagedRun.advance`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +56,7 @@ class Step:
     # the only columns it reads of some of the objects it needs (the others: every column); once the steps
     # left read only some columns of an object, the others are let go
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    latent: bool = False  # it reads the objects' latent tables (latent/<Object>.csv), read with the manifest
 
 
 @dataclass
@@ -172,7 +176,6 @@ def plan(state: _State) -> list[Step]:
     for spec in model:
         if spec.name not in large:
             steps.extend(_per_object(state, spec.name))
-    steps.append(Step("text", ("Knowledge__kav",), lambda fr: text._policies(replace(data, raw=fr))))
 
     def orders(fr: Frames) -> list[Finding]:
         rules._orders(fr, emit)
@@ -250,10 +253,16 @@ def plan(state: _State) -> list[Step]:
                         "EmailMessage": ("Id", "_line", "ParentId", "Incoming", "TextBody"),
                         "LiveChatTranscript": ("Id", "_line", "CaseId", "Body"),
                     },
+                    latent=True,
                 )
             )
         elif name == "CaseHistory__c":
             steps.append(with_cases(name, rules._history))
+    # the articles against their latent kinds and the policies: after the objects' own steps, which can then
+    # run before the latent tables are read (StagedRun.advance)
+    steps.append(
+        Step("text", ("Knowledge__kav",), lambda fr: text._policies(replace(data, raw=fr)), latent=True)
+    )
     steps.append(Step("rules", (), release_cases))
     return steps
 
@@ -284,55 +293,94 @@ class Outcome:
     timings: dict[str, float]
 
 
-def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
-    """Every check of `check_schema`, `check_integrity`, `check_rules` and `check_text` on the bundle that
-    `data` describes (read without its objects), reading each object when a step first needs it and letting
-    it go after the last. Objects whose CSV cannot be read become `bundle.csv` findings in `data.problems`."""
-    state = _State(data)
-    steps = plan(state)
-    last: dict[str, int] = {}
-    for i, step in enumerate(steps):
+class StagedRun:
+    """The steps of `plan`, run one at a time: `run_checks` runs them all at once; a build's sidecar runs the
+    first ones early (`advance`), each once the objects it reads are written, while the building process
+    still generates the others, and the rest later (`finish`). Either way the steps, the objects each reads
+    and the findings are the same. A step that reads the objects' latent tables (`Step.latent`) waits for
+    `finish`, which reads them with the manifest; so do the steps after it."""
+
+    def __init__(self, data: BundleData, bundle: Bundle) -> None:
+        self.data, self.bundle = data, bundle
+        self.state = _State(data)
+        self.steps = plan(self.state)
+        self.last: dict[str, int] = {}
+        for i, step in enumerate(self.steps):
+            for name in step.needs:
+                self.last[name] = i
+        self.keep = _columns_left(self.steps)
+        self.frames: Frames = {}
+        self.attempted: set[str] = set()
+        self.objects: dict[str, int] = {}
+        self.timings = {"load": 0.0, "schema": 0.0, "integrity": 0.0, "rules": 0.0, "text": 0.0}
+        self.findings: list[Finding] = []
+        self.done = 0  # steps run
+
+    @property
+    def read(self) -> set[str]:
+        """The objects read so far (what `advance` ran depends on their files)."""
+        return set(self.attempted)
+
+    def advance(self, written: AbstractSet[str]) -> bool:
+        """Run the next step if it reads only objects in `written` (whose files are complete) and no latent
+        table; whether it ran."""
+        if self.done >= len(self.steps):
+            return False
+        step = self.steps[self.done]
+        if step.latent or not all(n in written or not self.data.model.has(n) for n in step.needs):
+            return False
+        self._run(self.done)
+        return True
+
+    def finish(self) -> Outcome:
+        """Run the steps left, read the objects no step read (so a broken CSV is still reported) and gather
+        the outcome."""
+        while self.done < len(self.steps):
+            self._run(self.done)
+        data, bundle = self.data, self.bundle
+        for spec in data.model:
+            if spec.name not in self.attempted:
+                self.attempted.add(spec.name)
+                frame = read_object(data, bundle, spec)
+                if frame is not None:
+                    self.objects[spec.name] = len(frame)
+        self.findings.extend(self.state.emit.out)
+        return Outcome(
+            findings=self.findings,
+            objects={spec.name: self.objects[spec.name] for spec in data.model if spec.name in self.objects},
+            timings={k: round(v, 4) for k, v in self.timings.items()},
+        )
+
+    def _run(self, i: int) -> None:
+        data, frames, step = self.data, self.frames, self.steps[i]
         for name in step.needs:
-            last[name] = i
-    keep = _columns_left(steps)
-    frames: Frames = {}
-    attempted: set[str] = set()
-    objects: dict[str, int] = {}
-    timings = {"load": 0.0, "schema": 0.0, "integrity": 0.0, "rules": 0.0, "text": 0.0}
-    findings: list[Finding] = []
-    for i, step in enumerate(steps):
-        for name in step.needs:
-            if name not in attempted and data.model.has(name):
-                attempted.add(name)
+            if name not in self.attempted and data.model.has(name):
+                self.attempted.add(name)
                 t = time.perf_counter()
-                frame = read_object(data, bundle, data.model.get(name))
-                timings["load"] += time.perf_counter() - t
+                frame = read_object(data, self.bundle, data.model.get(name))
+                self.timings["load"] += time.perf_counter() - t
                 if frame is not None:
                     frames[name] = frame
-                    objects[name] = len(frame)
+                    self.objects[name] = len(frame)
         t = time.perf_counter()
-        findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
-        timings[step.family] += time.perf_counter() - t
-        done = [n for n in frames if last.get(n, -1) <= i]
+        self.findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
+        self.timings[step.family] += time.perf_counter() - t
+        done = [n for n in frames if self.last.get(n, -1) <= i]
         for name in done:
             del frames[name]
         narrowed = []
-        for name, columns in keep[i].items():
+        for name, columns in self.keep[i].items():
             frame = frames.get(name)
             if frame is not None and len(columns) < len(frame.columns):
                 frames[name] = frame[[c for c in frame.columns if c in columns]]
                 narrowed.append(name)
-        if any(objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed)):
+        if any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed)):
             release_freed_memory()
-    for spec in data.model:  # an object no step reads is still read, so a broken CSV is still reported
-        if spec.name not in attempted:
-            attempted.add(spec.name)
-            frame = read_object(data, bundle, spec)
-            if frame is not None:
-                objects[spec.name] = len(frame)
-    findings.extend(state.emit.out)
-    return Outcome(
-        findings=findings,
-        objects={spec.name: objects[spec.name] for spec in data.model if spec.name in objects},
-        timings={k: round(v, 4) for k, v in timings.items()},
-    )
+        self.done = i + 1
+
+
+def run_checks(data: BundleData, bundle: Bundle) -> Outcome:
+    """Every check of `check_schema`, `check_integrity`, `check_rules` and `check_text` on the bundle that
+    `data` describes (read without its objects), reading each object when a step first needs it and letting
+    it go after the last. Objects whose CSV cannot be read become `bundle.csv` findings in `data.problems`."""
+    return StagedRun(data, bundle).finish()

@@ -204,10 +204,10 @@ class Store:
 
 
 def _fingerprint(bundle: Bundle, model: OrgModel) -> dict[str, list[int]]:
-    return {spec.name: _fingerprint_of(bundle, spec) for spec in model}
+    return {spec.name: fingerprint_of(bundle, spec) for spec in model}
 
 
-def _fingerprint_of(bundle: Bundle, spec: ObjectSpec) -> list[int]:
+def fingerprint_of(bundle: Bundle, spec: ObjectSpec) -> list[int]:
     """Size and modification time of each of the object's files (the file, or its parts in order)."""
     out: list[int] = []
     for path in bundle.data_files(spec.name):
@@ -318,14 +318,14 @@ class StoreBuilder:
             first = next((i for i, (cols, _) in enumerate(indexes) if set(cols) & set(fields)), len(indexes))
             self.unsettled[name] = (fields, [sql for _, sql in indexes[first:]])
             indexes = indexes[:first]
-        before = _fingerprint_of(self.bundle, spec)
+        before = fingerprint_of(self.bundle, spec)
         _load_object(self.conn, self.bundle, spec, facts, [sql for _, sql in indexes])
         if name not in self.unsettled:
             # the statistics of the table and its indexes, which the query planner reads (made as each table is
             # complete, so that `finish` has less to do once the last object is written); FTS5 reaches its
             # shadow tables by key alone, so they are not scanned
             self.conn.execute(f"ANALYZE {quote(name)}")
-        after = _fingerprint_of(self.bundle, spec)
+        after = fingerprint_of(self.bundle, spec)
         # an object whose files changed while it was read is marked stale: `finish` loads it again
         self.loaded[name] = after if after == before else []
 
@@ -352,7 +352,7 @@ class StoreBuilder:
         if self.conn is None:
             raise RuntimeError(f"{self.tmp}: the store is finished or abandoned")
         t0 = time.perf_counter()
-        stale = [s.name for s in self.model if self.loaded.get(s.name) != _fingerprint_of(self.bundle, s)]
+        stale = [s.name for s in self.model if self.loaded.get(s.name) != fingerprint_of(self.bundle, s)]
         if stale or self.unsettled:
             facts = facts or org_facts(self.bundle, self.model)
             for name in stale:

@@ -39,7 +39,7 @@ def test_a_failed_stage_is_retried_alone_and_every_stage_is_a_task_run(
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = {"validate": 0}
-    real = build_module.validate_bundle  # the `validate` stage's function
+    real = build_module.validate_written  # the `validate` stage's function
 
     def flaky_validate(*args: Any) -> Any:
         calls["validate"] += 1
@@ -47,7 +47,7 @@ def test_a_failed_stage_is_retried_alone_and_every_stage_is_a_task_run(
             raise OSError("disk hiccup (planted by the test)")
         return real(*args)
 
-    monkeypatch.setattr(build_module, "validate_bundle", flaky_validate)
+    monkeypatch.setattr(build_module, "validate_written", flaky_validate)
     report = run_build(_opts(tmp_path / "out"))
     expected = json.loads((small_bundle / "manifest.json").read_text())
     assert report.manifest["data_sha256"] == expected["data_sha256"]

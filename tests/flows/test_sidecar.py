@@ -10,6 +10,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from flows import answer_check, sidecar
 from flows import build as build_module
+from flows.answer_check import validate_written
 from flows.options import BuildOptions, Engine
 from flows.run import run_build
 from orgs.local.store import STORE_FILE, Store
@@ -26,6 +28,7 @@ from schemas.model import load_model
 from tests.conftest import FIXTURES, SMALL_PROFILE, copy_bundle
 from tests.orgs.local.test_store import _dump
 from validators.findings import ValidationFailed
+from validators.load import load_bundle
 from validators.run import validate_bundle
 
 WAIT_SECONDS = 120.0
@@ -41,7 +44,7 @@ def validate_once_tasks_exist(root: Any, *args: Any) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError("validate waited alone: the tasks were not built while it ran")
         time.sleep(0.05)
-    return validate_bundle(root, *args)
+    return validate_written(root, *args)
 
 
 def validate_failing_once(root: Any, *args: Any) -> Any:
@@ -52,7 +55,7 @@ def validate_failing_once(root: Any, *args: Any) -> Any:
     counter.write_text(str(attempts + 1))
     if attempts == 0:
         raise OSError("disk hiccup (planted by the test)")
-    return validate_bundle(root, *args)
+    return validate_written(root, *args)
 
 
 BUILDER = (
@@ -128,7 +131,7 @@ def _tasks_in(root: Path) -> list[str]:
 def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_same(
     tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build_module, "validate_bundle", validate_once_tasks_exist)
+    monkeypatch.setattr(build_module, "validate_written", validate_once_tasks_exist)
     report = run_build(_small(tmp_path))
     expected = json.loads((small_bundle / "manifest.json").read_text())  # built without a sidecar
     assert report.manifest["data_sha256"] == expected["data_sha256"]
@@ -156,7 +159,7 @@ def test_the_sidecar_validates_while_the_tasks_are_built_and_the_bundle_is_the_s
 def test_without_a_sidecar_the_stages_run_one_after_the_other(small_bundle: Path, tmp_path: Path) -> None:
     stages = _stages(run_build(_small(tmp_path, sidecar=False)).manifest)
     order = sorted(stages, key=lambda n: stages[n]["start"])
-    assert order == ["generate", "world", "validate", "tasks", "tasks.check", "tasks.check_api", "fidelity"]
+    assert order == ["world", "generate", "validate", "tasks", "tasks.check", "tasks.check_api", "fidelity"]
     for a, b in itertools.pairwise(order):
         assert stages[a]["start"] + stages[a]["seconds"] <= stages[b]["start"] + 0.01, (a, b)
     assert all("where" not in s for s in stages.values())
@@ -184,7 +187,7 @@ def test_a_failed_sidecar_stage_is_retried_alone_under_prefect(
 ) -> None:
     counter = tmp_path / "attempts"
     monkeypatch.setenv(COUNTER, str(counter))  # the sidecar is spawned by the flow: it inherits it
-    monkeypatch.setattr(build_module, "validate_bundle", validate_failing_once)
+    monkeypatch.setattr(build_module, "validate_written", validate_failing_once)
     report = run_build(_small(tmp_path, engine="prefect", shards=2))
     assert counter.read_text() == "2"
     expected = json.loads((small_bundle / "manifest.json").read_text())
@@ -333,7 +336,119 @@ def test_the_store_stage_loads_each_object_once_it_is_written(small_bundle: Path
     assert _dump(root / STORE_FILE) == _dump(rebuilt / STORE_FILE)
 
 
-def store_stage_failing(root: Any) -> float:
+def store_stage_stepping(root: str, profile: Any, told: str) -> float:
+    """The sidecar's store stage beginning validation, appending to the file `told` the objects each
+    validation step it runs early reads."""
+    from validators.staged import StagedRun
+
+    advance = StagedRun.advance
+
+    def stepping(self: StagedRun, written: Any) -> bool:
+        ran = advance(self, written)
+        if ran:
+            with open(told, "a", encoding="utf-8") as fh:
+                fh.write(",".join(self.steps[self.done - 1].needs) + "\n")
+        return ran
+
+    StagedRun.advance = stepping  # type: ignore[method-assign]
+    try:
+        return answer_check.build_store_as_written(root, profile)
+    finally:
+        StagedRun.advance = advance  # type: ignore[method-assign]
+
+
+def test_the_store_stage_begins_validation_and_the_validate_stage_goes_on(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    """While it waits for objects, the store stage runs the validation steps that read only objects already
+    written (none that read the latent tables); the validate stage, in the same process, goes on from there:
+    the report is the whole-org validation's."""
+    import asyncio
+
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    profile = load_bundle(root, objects=False).profile
+    told = tmp_path / "told"
+    first = ["User", "Account", "Contact"]
+
+    async def stepped(at_least: int) -> list[str]:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while len(lines := told.read_text().splitlines() if told.exists() else []) < at_least:
+            assert time.monotonic() < deadline, lines
+            await asyncio.sleep(0.05)
+        return lines
+
+    async def run() -> tuple[list[str], Any]:
+        with sidecar.Sidecar() as side:
+            stage = asyncio.ensure_future(
+                side.run("store", store_stage_stepping, str(root), profile, str(told))
+            )
+            for name in first:
+                side.written(name)
+            # the steps of User, Account and Contact alone, and Contact's lookups
+            early = await stepped(16)
+            for name in load_model().names:
+                if name not in first:
+                    side.written(name)
+            side.all_written()
+            await asyncio.wait_for(stage, WAIT_SECONDS)
+            report = await side.run("validate", answer_check.validate_written, str(root), profile)
+            return early, report
+
+    early, report = asyncio.run(run())
+    assert {name for line in early for name in line.split(",")} <= set(first)
+    assert "Contact,Account,User" in early
+    whole = validate_bundle(root, staged=False)
+    assert [f.to_json() for f in report.findings] == [f.to_json() for f in whole.findings]
+    assert (report.objects, report.records, report.skipped) == (whole.objects, whole.records, whole.skipped)
+
+
+def _begun_in_this_process(root: Path) -> tuple[Any, Any]:
+    """Validation of `root` begun as the store stage begins it, every object written; with the profile."""
+    from orgs.bundle import Bundle
+    from orgs.local.store import fingerprint_of
+    from validators.run import start_validation
+
+    profile = load_bundle(root, objects=False).profile
+    assert profile is not None
+    model = load_model()
+    run = start_validation(root, profile)
+    prints = {n: fingerprint_of(Bundle(root), model.get(n)) for n in model.names}
+    while run.advance(set(model.names)):
+        pass
+    answer_check._begun[str(root)] = (run, prints)
+    return run, profile
+
+
+def test_the_validate_stage_goes_on_from_the_steps_begun_unless_an_object_read_changed(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    from tests.validators.corpus import corrupt
+
+    root = copy_bundle(small_bundle, tmp_path / "b")
+    run, profile = _begun_in_this_process(root)
+    report = answer_check.validate_written(root, profile)
+    assert run.done == len(run.steps) and not answer_check._begun  # went on from the begun steps
+    assert [f.to_json() for f in report.findings] == [
+        f.to_json() for f in validate_bundle(root, staged=False).findings
+    ]
+
+    # the User file is replaced after the steps begun read it (and the manifest with it)
+    spec = json.loads((FIXTURES / "corruptions" / "integrity-duplicate-username.json").read_text())
+    corrupt(spec, small_bundle, tmp_path / "corrupted")
+    root = copy_bundle(small_bundle, tmp_path / "c")
+    run, profile = _begun_in_this_process(root)
+    assert "User" in run.read
+    for rel in ("data/User.csv", "manifest.json"):
+        shutil.copy(tmp_path / "corrupted" / rel, root / rel)
+    report = answer_check.validate_written(root, profile)
+    assert run.done < len(run.steps)  # started again
+    assert [f.rule for f in report.findings] == ["integrity.unique"]
+    assert [f.to_json() for f in report.findings] == [
+        f.to_json() for f in validate_bundle(root, staged=False).findings
+    ]
+
+
+def store_stage_failing(root: Any, *_: Any) -> float:
     """The sidecar's store stage failing (planted by the test)."""
     raise OSError(f"{root}: disk full (planted by the test)")
 

@@ -402,6 +402,43 @@ def test_the_store_stage_begins_validation_and_the_validate_stage_goes_on(
     assert (report.objects, report.records, report.skipped) == (whole.objects, whole.records, whole.skipped)
 
 
+FROZEN = "ORGSEED_TEST_FROZEN"
+
+
+def store_stage_noting_frozen(root: str, *more: Any) -> float:
+    """The sidecar's store stage, noting first how many objects the collector leaves alone (`gc.freeze`)."""
+    import gc
+
+    Path(os.environ[FROZEN]).write_text(str(gc.get_freeze_count()))
+    return answer_check.build_store_as_written(root, *more)
+
+
+def test_what_the_build_holds_before_it_starts_is_frozen_in_both_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The modules and the model, held before the build starts, stay out of the cycle collector's walks in the
+    building process and in the sidecar forked from it, from the first stage on; and are handed back after."""
+    import gc
+
+    frozen: dict[str, int] = {}
+    write_world = build_module.write_world
+
+    def world_noting_frozen(*args: Any) -> Any:
+        frozen["building"] = gc.get_freeze_count()
+        return write_world(*args)
+
+    noted = tmp_path / "frozen-in-sidecar"
+    monkeypatch.setenv(FROZEN, str(noted))
+    monkeypatch.setattr(build_module, "write_world", world_noting_frozen)
+    monkeypatch.setattr(answer_check, "build_store_as_written", store_stage_noting_frozen)
+    before = gc.get_freeze_count()
+    run_build(_small(tmp_path))
+    # thousands: the modules alone hold that many objects the collector tracks
+    assert frozen["building"] > before + 10_000
+    assert int(noted.read_text()) > before + 10_000
+    assert gc.get_freeze_count() == before
+
+
 def _begun_in_this_process(root: Path) -> tuple[Any, Any]:
     """Validation of `root` begun as the store stage begins it, every object written; with the profile."""
     from orgs.bundle import Bundle

@@ -40,6 +40,24 @@ def _secs(x: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(x, dtype=float)).astype("int64").astype("timedelta64[s]")
 
 
+# np.add.reduce sums fewer values than this left to right, and more pairwise (numpy's pairwise summation)
+PAIRWISE_FROM = 8
+
+
+def chain_sums(values: np.ndarray, chains: list[list[int]]) -> np.ndarray:
+    """`np.add.reduce(values[c])` for each chain `c` (non-empty), to the last bit: the chains shorter than
+    PAIRWISE_FROM summed left to right a position at a time over the chains that long, any longer one by
+    np.add.reduce itself."""
+    lengths = np.array([len(c) for c in chains], dtype=np.int64)
+    out = values[[c[0] for c in chains]]
+    for k in range(1, min(int(lengths.max(initial=1)), PAIRWISE_FROM)):
+        longer = np.flatnonzero(lengths > k)
+        out[longer] = out[longer] + values[[chains[i][k] for i in longer.tolist()]]
+    for i in np.flatnonzero(lengths >= PAIRWISE_FROM).tolist():
+        out[i] = np.add.reduce(values[chains[i]])
+    return out
+
+
 class CaseGenerator(ObjectGenerator):
     sobject = "Case"
     reads = ("Account", "Contact", "Issue__c", "Order", "OrderItem", "Product2", "User")
@@ -155,14 +173,8 @@ class CaseGenerator(ObjectGenerator):
         owner = np.array([c[-1] for c in chains])
 
         # Handle time and status.
-        # each chain's geometric mean speed, exp of its logs' mean, the logs summed left to right (as
-        # np.add.reduce sums a chain's few logs), a step per position for the chains that long
-        log_speed = np.log(agents["speed"].to_numpy())
-        log_sum = log_speed[first]
-        for k in range(1, int(lengths.max(initial=1))):
-            longer = np.flatnonzero(lengths > k)
-            log_sum[longer] = log_sum[longer] + log_speed[[chains[i][k] for i in longer.tolist()]]
-        speed_mix = np.exp(log_sum / lengths)
+        # each chain's geometric mean speed: exp of its logs' mean
+        speed_mix = np.exp(chain_sums(np.log(agents["speed"].to_numpy()), chains) / lengths)
         cust = world.customers
         state_idx = cust["state_idx"].to_numpy()[customer]
         region = world.region_speed_at(state_idx, created)

@@ -504,10 +504,17 @@ WRITE_ROWS = 50_000  # rows formatted and written at a time
 class _PartWriter:
     """Rows grouped in order into part files of at most `limit` bytes with the header, as `split_rows` groups
     them, each written (via a temporary file) as its rows arrive; a row too large for any part is a part of
-    its own."""
+    its own.
+
+    The first part is written beside the object's single file (`first`) and moved into the parts' folder
+    (`place_first`) only when a second part begins, so that an object written as one file never makes the
+    folder: making and removing it waits milliseconds on the disk (scale 10: ~0.1 s of the building process's
+    wall time over its objects)."""
 
     def __init__(self, bundle: Bundle, sobject: str, header: bytes, limit: int) -> None:
         self.bundle, self.sobject, self.header, self.limit = bundle, sobject, header, limit
+        self.first = bundle.data_path(sobject).with_suffix(".csv.tmp")
+        self.first_placed = False
         self.done: list[FileEntry] = []
         self._file: io.BufferedWriter | None = None
         self._hash = hashlib.sha256()
@@ -521,9 +528,11 @@ class _PartWriter:
                 "larger part size.",
                 sobject=self.sobject,
             )
-        path = self.bundle.root / part_rel(self.sobject, len(self.done) + 1)
+        if self.done:
+            self.place_first()
+        path = self._tmp(len(self.done) + 1)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path.with_suffix(path.suffix + ".tmp"), "wb")  # noqa: SIM115 (closed in _finish)
+        self._file = open(path, "wb")  # noqa: SIM115 (closed in _finish)
         self._file.write(self.header)
         self._hash = hashlib.sha256(self.header)
         self._size, self._rows = len(self.header), 0
@@ -566,17 +575,34 @@ class _PartWriter:
             self._file.write(data)
             self._hash.update(data)
 
+    def _tmp(self, number: int) -> Path:
+        """Where part `number` is written."""
+        if number == 1:
+            return self.first
+        path = self.bundle.root / part_rel(self.sobject, number)
+        return path.with_suffix(path.suffix + ".tmp")
+
     def _finish(self) -> None:
         assert self._file is not None
         self._file.close()
-        rel = part_rel(self.sobject, len(self.done) + 1)
-        path = self.bundle.root / rel
-        os.replace(path.with_suffix(path.suffix + ".tmp"), path)
+        number = len(self.done) + 1
+        rel = part_rel(self.sobject, number)
+        if number > 1:
+            os.replace(self._tmp(number), self.bundle.root / rel)
         self.done.append(FileEntry(rel, self._hash.hexdigest(), self._size, self._rows))
         self._file = None
 
+    def place_first(self) -> None:
+        """Move the finished first part into the parts' folder (once)."""
+        if not self.first_placed:
+            path = self.bundle.root / self.done[0].path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.first, path)
+            self.first_placed = True
+
     def close(self) -> list[FileEntry]:
-        """Finish the last part (a header-only part when there were no rows); every part written."""
+        """Finish the last part (a header-only part when there were no rows); every part written (a lone
+        first part is still at `first`: the caller places it, as the single file or by `place_first`)."""
         if self._file is None and not self.done:
             self._open()
         if self._file is not None:
@@ -739,10 +765,11 @@ class Bundle:
         if total <= part_bytes:  # one part holding everything: the object's single file
             if single.is_symlink():
                 single.unlink()
-            os.replace(self.root / written[0].path, single)
+            os.replace(parts.first, single)
             if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
                 folder.rmdir()
             return FileEntry(f"data/{sobject}.csv", written[0].sha256, written[0].bytes, len(frame))
+        parts.place_first()
         if single.is_file() and not single.is_symlink():
             single.unlink()
         return FileEntry(f"data/{sobject}.csv", whole.hexdigest(), total, len(frame), tuple(written))

@@ -148,11 +148,15 @@ class ObjectGenerator:
 def weighted_choice_rows(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:
     """For each row of `weights` (rows × options), one option index drawn proportionally to the row."""
     w = np.asarray(weights, dtype=float)
-    cum = np.cumsum(w, axis=1)
-    total = cum[:, -1:]
-    u = rng.random((w.shape[0], 1)) * total
-    idx = (cum < u).sum(axis=1)
-    return np.minimum(idx, w.shape[1] - 1)
+    return choice_rows(rng.random((w.shape[0], 1)), w)
+
+
+def choice_rows(u: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """For each row of `weights` (rows × options, float), the option where the row's cumulative weight passes
+    `u` (rows × 1, in [0, 1)) times its total: the choices `weighted_choice_rows` makes from the numbers `u`."""
+    cum = np.cumsum(weights, axis=1)
+    idx = (cum < u * cum[:, -1:]).sum(axis=1)
+    return np.minimum(idx, weights.shape[1] - 1)
 
 
 def exact_allocation(

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from generator.frames import take_array
-from generator.objects.base import BuildContext, ObjectGenerator, weighted_choice_rows
+from generator.objects.base import BuildContext, ObjectGenerator, choice_rows, weighted_choice_rows
 from generator.objects.orders import BuildError
 from generator.text.base import TextKind, TextRequest
 
@@ -38,6 +38,24 @@ MIN = np.timedelta64(60, "s")
 
 def _secs(x: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(x, dtype=float)).astype("int64").astype("timedelta64[s]")
+
+
+# np.add.reduce sums fewer values than this left to right, and more pairwise (numpy's pairwise summation)
+PAIRWISE_FROM = 8
+
+
+def chain_sums(values: np.ndarray, chains: list[list[int]]) -> np.ndarray:
+    """`np.add.reduce(values[c])` for each chain `c` (non-empty), to the last bit: the chains shorter than
+    PAIRWISE_FROM summed left to right a position at a time over the chains that long, any longer one by
+    np.add.reduce itself."""
+    lengths = np.array([len(c) for c in chains], dtype=np.int64)
+    out = values[[c[0] for c in chains]]
+    for k in range(1, min(int(lengths.max(initial=1)), PAIRWISE_FROM)):
+        longer = np.flatnonzero(lengths > k)
+        out[longer] = out[longer] + values[[chains[i][k] for i in longer.tolist()]]
+    for i in np.flatnonzero(lengths >= PAIRWISE_FROM).tolist():
+        out[i] = np.add.reduce(values[chains[i]])
+    return out
 
 
 class CaseGenerator(ObjectGenerator):
@@ -134,23 +152,29 @@ class CaseGenerator(ObjectGenerator):
             is_spec = world.expertise[current, issue] > 1.0
             prob = transfer_prob[current] * np.where(is_spec, 1.0, p["transfer_non_specialist_factor"])
             going = open_chain & (rng.random(n) < np.clip(prob, 0.0, 0.95))
-            w = route_w.copy()
-            w[np.arange(n), current] = 0.0
-            nxt = weighted_choice_rows(rng, w)
-            going &= w.sum(axis=1) > 0
-            for j in np.flatnonzero(going):
-                chains[j].append(int(nxt[j]))
-            current = np.where(going, nxt, current)
-            open_chain &= going
+            # the next agent among the others on duty, drawn for the transferring cases only, from the numbers
+            # a draw for every case takes (`weighted_choice_rows`)
+            u = rng.random((n, 1))
+            moving = np.flatnonzero(going)
+            w = route_w[moving]
+            w[np.arange(len(moving)), current[moving]] = 0.0
+            reachable = w.sum(axis=1) > 0
+            moving, w = moving[reachable], w[reachable]
+            nxt = choice_rows(u[moving], w)
+            for j, a in zip(moving.tolist(), nxt.tolist(), strict=True):
+                chains[j].append(a)
+            current[moving] = nxt
+            open_chain[:] = False
+            open_chain[moving] = True
             if not open_chain.any():
                 break
-        n_transfers = np.array([len(c) - 1 for c in chains])
+        lengths = np.array([len(c) for c in chains])
+        n_transfers = lengths - 1
         owner = np.array([c[-1] for c in chains])
 
         # Handle time and status.
-        speed = agents["speed"].to_numpy()
-        # each chain's geometric mean speed: np.mean's sum and division, without its Python wrapper
-        speed_mix = np.array([np.exp(np.add.reduce(np.log(speed[c])) / len(c)) for c in chains])
+        # each chain's geometric mean speed: exp of its logs' mean
+        speed_mix = np.exp(chain_sums(np.log(agents["speed"].to_numpy()), chains) / lengths)
         cust = world.customers
         state_idx = cust["state_idx"].to_numpy()[customer]
         region = world.region_speed_at(state_idx, created)
@@ -208,17 +232,21 @@ class CaseGenerator(ObjectGenerator):
             (offer_time.astype("datetime64[D]") - order_date.astype("datetime64[D]")) / np.timedelta64(1, "D")
         ).astype(int)
         all_remedies = sorted(world.remedies)
+        # each issue's policy: its remedies in order with their windows, and the remedies it does not allow
+        windows = {k: sorted(world.issues[k].remedies.items()) for k in set(issue.tolist())}
+        disallowed = {k: [r for r in all_remedies if r not in world.issues[k].remedies] for k in windows}
         offer_remedy: list[str] = []
         violation_kind: list[str] = []
-        for i in range(n):
-            policy = world.issues[issue[i]].remedies
-            if offer_channel[i] == "none":
+        for i, (k, channel, days, broke) in enumerate(
+            zip(issue.tolist(), offer_channel.tolist(), days_since.tolist(), violated.tolist(), strict=True)
+        ):
+            if channel == "none":
                 offer_remedy.append("none")
                 violation_kind.append("")
                 continue
-            if violated[i]:
-                late_ok = sorted(r for r, w in policy.items() if days_since[i] > w)
-                not_allowed = [r for r in all_remedies if r not in policy]
+            if broke:
+                late_ok = [r for r, w in windows[k] if days > w]
+                not_allowed = disallowed[k]
                 if late_ok and (rng.random() < 0.5 or not not_allowed):
                     offer_remedy.append(late_ok[int(rng.integers(0, len(late_ok)))])
                     violation_kind.append("window")
@@ -230,12 +258,12 @@ class CaseGenerator(ObjectGenerator):
                     offer_remedy.append("none")
                     violation_kind.append("")
                 continue
-            ok = sorted(r for r, w in policy.items() if days_since[i] <= w)
+            ok = [r for r, w in windows[k] if days <= w]
             offer_remedy.append(ok[int(rng.integers(0, len(ok)))] if ok else "none")
             violation_kind.append("")
         wants = []
-        for i in range(n):
-            policy = sorted(world.issues[issue[i]].remedies)
+        for k in issue.tolist():
+            policy = [r for r, _ in windows[k]]
             if rng.random() < 0.7:
                 wants.append(policy[int(rng.integers(0, len(policy)))])
             else:

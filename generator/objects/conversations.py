@@ -77,14 +77,28 @@ class EmailMessageGenerator(ObjectGenerator):
 
         return ctx.plan("EmailMessage.per_case", build)
 
+    def _people(self, ctx: BuildContext) -> tuple[list[Any], ...]:
+        """The users' ids, emails and full names, then the contacts' (made once for every block)."""
+
+        def build() -> tuple[list[Any], ...]:
+            users, contacts = ctx.frame("User"), ctx.frame("Contact")
+            return tuple(
+                column
+                for people in (users, contacts)
+                for column in (
+                    people["Id"].tolist(),
+                    people["Email"].tolist(),
+                    (people["FirstName"] + " " + people["LastName"]).tolist(),
+                )
+            )
+
+        return ctx.plan("EmailMessage.people", build)
+
     def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
         rows = self.block_range(ctx, b)
         cases = ctx.frame("Case")
         per = self._per_case(ctx)
-        users = ctx.frame("User")
-        contacts = ctx.frame("Contact")
-        u_id, u_mail = users["Id"].to_numpy(), users["Email"].to_numpy()
-        u_name = (users["FirstName"] + " " + users["LastName"]).to_numpy()
+        u_id, u_mail, u_name, c_id, c_mail, c_name = self._people(ctx)
         support = f"support@{ctx.profile.company.domain}"
         rng = ctx.rng("EmailMessage", b)
         out: dict[str, list[Any]] = defaultdict(list)
@@ -101,8 +115,6 @@ class EmailMessageGenerator(ObjectGenerator):
         closed_a = np.where(closed_ok, closed_raw.astype("int64"), 0)
         first_a = mine["_first_assign"].to_numpy().astype("datetime64[s]").astype("int64")
         offer_a = mine["_offer_time"].to_numpy().astype("datetime64[s]").astype("int64")
-        c_mail, c_id = contacts["Email"].tolist(), contacts["Id"].tolist()
-        c_name = (contacts["FirstName"] + " " + contacts["LastName"]).tolist()
         end_s = _sec(end)
         for pos in rows:
             m = int(per[pos])
@@ -163,14 +175,14 @@ class EmailMessageGenerator(ObjectGenerator):
                     out["ToIds"].append(c_id[contact_pos])
                     out["Status"].append("3")
                 out["Incoming"].append(incoming)
-                out["MessageDate"].append(np.datetime64(t, "s"))
+                out["MessageDate"].append(t)  # seconds since the epoch, a datetime64[s] column below
                 out["_case"].append(pos)
                 out["_seq"].append(seq)
                 out["_kind"].append(kind)
                 out["_agent"].append(agent)
         frame = pd.DataFrame(out)
         if len(frame):
-            frame["MessageDate"] = frame["MessageDate"].astype("datetime64[s]")
+            frame["MessageDate"] = np.array(out["MessageDate"], dtype="int64").astype("datetime64[s]")
         return frame
 
     def after_ids(self, ctx: BuildContext, frame: pd.DataFrame) -> pd.DataFrame:

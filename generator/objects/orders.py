@@ -180,7 +180,8 @@ class OrderItemGenerator(ObjectGenerator):
         orders = all_orders.iloc[rows.start : rows.stop]
         n_orders = len(orders)
         order_local = np.repeat(np.arange(n_orders), per)
-        line = np.concatenate([np.arange(k) for k in per]) if n_orders else np.zeros(0, dtype=int)
+        # each item's position in its order: 0, 1, ... from each order's first item
+        line = np.arange(len(order_local)) - np.repeat(np.cumsum(per) - per, per)
         customers = orders["_customer"].to_numpy()[order_local]
         books = orders["_book"].to_numpy()[order_local]
         months = (pd.DatetimeIndex(orders["EffectiveDate"]).month.to_numpy() - 1)[order_local]
@@ -198,11 +199,10 @@ class OrderItemGenerator(ObjectGenerator):
         # the keys as Python ints, read ahead (item i's product changes only at step i, where it is read again)
         for i, key in enumerate(zip(order_local.tolist(), product.tolist(), strict=True)):
             tries = 0
-            while key in seen and tries < 50:
-                c = _row_choice(rng.random(1), pref[i : i + 1])[0]
-                product[i] = _pick_in_category(
-                    rng.random(1), np.array([c]), books[i : i + 1], months[i : i + 1], members, cum, offsets
-                )[0]
+            while key in seen and tries < 50:  # stages 1 and 2 for this item alone
+                c = _cumulative_choice(rng.random(), np.cumsum(pref[i]))
+                lo, hi = offsets[c], offsets[c + 1]
+                product[i] = members[lo + _cumulative_choice(rng.random(), cum[books[i], months[i], lo:hi])]
                 key = (int(order_local[i]), int(product[i]))
                 tries += 1
             seen[key] = None
@@ -228,6 +228,12 @@ def _row_choice(u: np.ndarray, weights: np.ndarray) -> np.ndarray:
     cum = np.cumsum(weights, axis=1)
     target = u[:, None] * cum[:, -1:]
     return np.minimum((cum < target).sum(axis=1), weights.shape[1] - 1)
+
+
+def _cumulative_choice(u: float, cum: np.ndarray) -> int:
+    """The option of one row where its cumulative weights `cum` pass `u` times their total: `_row_choice`
+    (and `_pick_in_category`'s pick in a category) of a single row."""
+    return min(int((cum < u * cum[-1]).sum()), len(cum) - 1)
 
 
 def _pick_in_category(

@@ -324,6 +324,21 @@ def whole_object_fields(spec: ObjectSpec) -> list[str]:
     return [f.name for f in spec.fields if f.computed and by_name[f.name].auto_number]
 
 
+def constant_fields(spec: ObjectSpec) -> list[str]:
+    """The computed fields of `spec` that take one value in every record, whatever the bundle: the creators
+    of an object without an OwnerId (the API user), its system dates when it has no dates of its own (the
+    go-live), and IsDeleted."""
+    dated = any(f.type in DATE_TYPES and not f.computed for f in spec.fields)
+    one_value = {
+        creators: not spec.has_field("OwnerId"),
+        created_dates: not dated,
+        modified_dates: not dated,
+        not_deleted: True,
+    }
+    by_name = {r.name: r for r in RULES}
+    return [f.name for f in spec.fields if f.computed and one_value.get(by_name[f.name].compute, False)]
+
+
 def api_user_fields(spec: ObjectSpec) -> list[str]:
     """The computed fields of `spec` that take the org's API user (`creators`: where a record has no owner)."""
     by_name = {r.name: r for r in RULES}

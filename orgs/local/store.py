@@ -3,8 +3,9 @@
 One table per object, named and typed from the org model: text columns compare case-insensitively
 (`COLLATE NOCASE`, as SOQL does), booleans are 0/1, numbers are INTEGER/REAL, dates are `YYYY-MM-DD` and
 datetimes keep Salesforce's wire form (`2024-01-05T10:00:00.000+0000`, UTC, fixed width, so text order is
-time order). Ids, lookups and date columns are indexed. Each object with text fields also gets an FTS5
-table `fts_<Object>` (rowid = the record's rowid) for SOSL.
+time order). Ids, lookups and date columns are indexed, except the system fields that hold one value in
+every record of their object (`index_statements`). Each object with text fields also gets an FTS5 table
+`fts_<Object>` (rowid = the record's rowid) for SOSL.
 
 The build streams: each object's CSV (or parts) is read by pandas' C reader and inserted in batches of
 BUILD_BATCH_ROWS records, so its memory is bounded by a batch, not by the object (scale 100: 36 s and
@@ -37,6 +38,7 @@ from orgs.local.computed import (
     OrgFacts,
     api_user_fields,
     compute,
+    constant_fields,
     date_columns,
     local_model,
     stored_spec,
@@ -47,8 +49,9 @@ from orgs.local.text import FTS_TOKENIZER, search_texts
 from schemas.model import FieldSpec, ObjectSpec, OrgModel, load_model
 
 STORE_FILE = "org.sqlite"
-# 2: computed fields (orgs/local/computed.py); 3: system fields; 4: COVERING_INDEXES; 5: contentless FTS tables
-STORE_VERSION = "5"
+# 2: computed fields (orgs/local/computed.py); 3: system fields; 4: COVERING_INDEXES; 5: contentless FTS tables;
+# 6: no indexes on the system fields that hold one value in every record
+STORE_VERSION = "6"
 SEARCHABLE_TYPES = frozenset({"string", "textarea", "email", "phone", "url"})
 INDEXED_TYPES = frozenset({"reference", "date", "datetime"})
 # Multi-column indexes chosen from the query shapes of CRMArena's tools (reference crmarena.md §9), beyond
@@ -441,12 +444,20 @@ def _stored_batches(
 
 def index_statements(spec: ObjectSpec) -> list[tuple[tuple[str, ...], str]]:
     """The CREATE INDEX statements of `spec`'s table, each with its columns, in the order they are made (the
-    order SQLite's planner meets them in, which settles its choice between indexes of equal cost)."""
+    order SQLite's planner meets them in, which settles its choice between indexes of equal cost).
+
+    A system field that holds one value in every record of the object (`constant_fields`, e.g. an
+    OrderItem's CreatedById or CreatedDate) is not indexed. The planner would not use such an index for an
+    equality or IN (its statistics say that a value matches every record, so it scans the table anyway); a
+    range or ORDER BY on the field matches every record or none, and in rowid order, as a scan of the table
+    does (at the cost of a sort). No CRMArena tool or task check filters or sorts on these fields, and
+    their 56 indexes cost ~0.25 of the ~2.3 CPU-s of the store at scale 10."""
     table = quote(spec.name)
+    constant = constant_fields(spec)
     out: list[tuple[tuple[str, ...], str]] = [
         ((f.name,), f"CREATE INDEX {quote(f'ix_{spec.name}_{f.name}')} ON {table} ({quote(f.name)})")
         for f in spec.fields
-        if f.type in INDEXED_TYPES
+        if f.type in INDEXED_TYPES and f.name not in constant
     ]
     for columns in COVERING_INDEXES.get(spec.name, []):
         if all(spec.has_field(c) for c in columns):

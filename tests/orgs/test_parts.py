@@ -264,3 +264,31 @@ def test_any_part_size_reads_back_the_same_records(
     )  # fmt: skip
     back = Bundle(root).read_raw("Case", spec)
     assert back.drop(columns="_line").equals(whole.drop(columns="_line"))
+
+
+def test_a_lone_part_is_the_single_file_or_the_folder_by_its_size(
+    small_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object within the part size is its single file, with no parts folder made (none to remove) and no
+    temporary file left; one record larger than the part size is a folder with that one part."""
+    spec = MODEL.get("Case")
+    frame = (
+        type_frame(spec, Bundle(small_bundle).read_raw("Case", spec).drop(columns="_line")).iloc[:1].copy()
+    )
+    root = tmp_path / "bundle"
+    (root / "data").mkdir(parents=True)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rmdir", lambda self: pytest.fail(f"{self} was made and removed"))
+        entry, _ = Bundle(root).write_object(spec, frame, 100_000)
+    assert (entry.path, entry.parts) == ("data/Case.csv", ())
+    assert sorted(p.name for p in (root / "data").iterdir()) == ["Case.csv"]
+    frame["Description"] = "x" * (2 * MIN_PART_BYTES)
+    entry, _ = Bundle(root).write_object(spec, frame, MIN_PART_BYTES)
+    assert [p.path for p in entry.parts] == ["data/Case/part-00001.csv"]
+    assert sorted(str(p.relative_to(root)) for p in (root / "data").rglob("*")) == [
+        "data/Case",
+        "data/Case/part-00001.csv",
+    ]
+    assert (
+        entry.sha256 == hashlib.sha256((root / "data" / "Case" / "part-00001.csv").read_bytes()).hexdigest()
+    )

@@ -123,6 +123,41 @@ def test_tables_are_typed_and_indexed(bundle: Path) -> None:
     conn.close()
 
 
+def _indexed(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The columns of `table` that an index begins with."""
+    return {
+        conn.execute(f'PRAGMA index_info("{name}")').fetchone()[2]
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name=?", (table,)
+        )
+    }
+
+
+def test_system_fields_with_one_value_in_every_record_are_not_indexed(bundle: Path) -> None:
+    """The creators of an object without an OwnerId are all the API user, and the system dates of an object
+    without dates of its own all the go-live: such columns get no index; the others keep theirs."""
+    from orgs.local.computed import constant_fields, local_model
+
+    conn = sqlite3.connect(Store.open(bundle).path)
+    creators = {"CreatedById", "LastModifiedById"}
+    dates = {"CreatedDate", "LastModifiedDate", "SystemModstamp"}
+    expected_unindexed = {
+        "Case": set(),  # owned, dated
+        "Order": creators,  # no owner, dated (EffectiveDate)
+        "Contact": dates,  # owned, no dates
+        "OrderItem": creators | dates,
+    }
+    for table, unindexed in expected_unindexed.items():
+        indexed = _indexed(conn, table)
+        assert not unindexed & indexed, table
+        assert (creators | dates) - unindexed <= indexed, table
+    for spec in local_model(load_model()):  # what constant_fields names does hold a single value here
+        for name in constant_fields(spec):
+            distinct = conn.execute(f'SELECT COUNT(DISTINCT "{name}") FROM "{spec.name}"').fetchone()[0]
+            assert distinct <= 1, (spec.name, name)
+    conn.close()
+
+
 def test_store_is_read_only(bundle: Path) -> None:
     store = Store.open(bundle)
     with pytest.raises(sqlite3.OperationalError):
@@ -417,7 +452,7 @@ def test_objects_loaded_before_the_api_user_is_known_are_the_same_once_settled(
         # before it is settled: NULL where the API user goes, and no index on those fields yet
         assert conn.execute('SELECT COUNT(*) FROM "Account" WHERE CreatedById IS NULL').fetchone()[0] > 0
         assert not conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Account' AND sql LIKE '%CreatedById%'"
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Contact' AND sql LIKE '%CreatedById%'"
         ).fetchall()
         if not settle_in_finish:
             builder.settle(facts.api_user)

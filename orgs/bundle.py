@@ -32,6 +32,7 @@ import codecs
 import csv
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -1189,14 +1190,16 @@ def read_csv_lines(
 
 LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 # the line boundaries `str.splitlines` knows besides \n, \r\n and \r
-OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def lines_of(text: str) -> list[str]:
     """The lines of `text` as `io.StringIO(text, newline="")` gives them (ending at \\n, \\r\\n or \\r, the
     ending kept), without the copy of the whole text StringIO makes first: `str.splitlines` (one C pass)
-    when the text holds none of the other characters it breaks lines at, else a scan for the three."""
-    if OTHER_BREAKS.search(text) is None:
+    when the text holds none of the other characters it breaks lines at, else a scan for the three. The
+    other characters are looked for one at a time (`in`: a fast search each, a fraction of the time of one
+    scan for a character class)."""
+    if not any(c in text for c in OTHER_BREAKS):
         return text.splitlines(keepends=True)
     return [m.group() for m in LINE.finditer(text)]
 
@@ -1207,7 +1210,13 @@ READ_CHUNK = 1 << 20  # bytes decoded at a time by `utf8_lines`
 def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[str]:
     """The lines of a UTF-8 file as `lines_of` gives them from its whole text, decoded `chunk` bytes at a time
     (so the file's bytes and text are never held whole). Raises the BundleError `read_text_regular` raises,
-    with the same byte position, when the file is not UTF-8."""
+    with the same byte position, when the file is not UTF-8. The lines are handed on a chunk's list at a time
+    (`chain`, in C: no generator step per line)."""
+    return itertools.chain.from_iterable(_utf8_line_lists(fh, label, chunk))
+
+
+def _utf8_line_lists(fh: IO[bytes], label: str, chunk: int) -> Iterator[list[str]]:
+    """`utf8_lines`, as the list of lines of each chunk."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     fed = 0  # bytes given to the decoder so far
     carry = ""  # the text after the last complete line
@@ -1223,12 +1232,12 @@ def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[s
         fed += len(data)
         buf = carry + text
         if final:
-            yield from lines_of(buf)
+            yield lines_of(buf)
             return
         # a \r at the very end may be the first half of a \r\n: it waits for the next chunk
         limit = len(buf) - 1 if buf.endswith("\r") else len(buf)
         end = max(buf.rfind("\n", 0, limit), buf.rfind("\r", 0, limit))
-        yield from lines_of(buf[: end + 1])
+        yield lines_of(buf[: end + 1])
         carry = buf[end + 1 :]
 
 

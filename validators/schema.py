@@ -123,7 +123,68 @@ def _all_match(values: pd.Series, pattern: str) -> bool:
     if not len(values):
         return False
     joined = "\n".join(values.tolist())
+    fixed = _fixed_width(pattern)
+    if fixed is not None and joined.isascii():
+        return _all_fixed(joined, len(values), *fixed)
     return joined.count("\n") == len(values) - 1 and _multiline(pattern).subn("", joined)[1] == len(values)
+
+
+# a pattern's pieces: a character class, an escape, a group's opening, a repeat count, or one character
+_PIECE = re.compile(r"\[(?:[^\]\\]|\\.)*\]|\\.|\(\?:|\{\d+\}|.", re.DOTALL)
+_ONE_CHARACTER = re.compile(r"\\(?:[dwsDWS]|[^0-9A-Za-z])")  # the escapes that stand for one character
+_GROUP = ("(", "(?:", ")")
+
+
+@cache
+def _fixed_width(pattern: str) -> tuple[int, tuple[tuple[np.ndarray, bytes], ...]] | None:
+    """For a pattern every match of which is one fixed number of characters, each from a set of its own (a
+    sequence of characters, `[...]` classes and escapes such as `\\d`, each perhaps repeated `{n}` times, in
+    groups without alternation; `^` and `$` only at its ends): its width, and for each distinct set the
+    positions that ask for it and the ASCII characters it holds (line breaks aside), as the regex engine
+    decides them a character at a time. None for any other pattern."""
+    pieces = _PIECE.findall(pattern)
+    if pieces[:1] == ["^"]:
+        pieces = pieces[1:]
+    if pieces[-1:] == ["$"]:
+        pieces = pieces[:-1]
+    positions: list[str] = []  # each position's one-character pattern
+    last = ""
+    for piece in pieces:
+        if piece.startswith("{") and len(piece) > 1:
+            times = int(piece[1:-1])
+            if last in _GROUP or not positions or times < 1:  # a repeated group or nothing: not handled
+                return None
+            positions.extend([positions[-1]] * (times - 1))
+        elif piece in _GROUP:
+            pass
+        elif (piece.startswith("[") and not piece.startswith("[^")) or _ONE_CHARACTER.fullmatch(piece):
+            positions.append(piece)
+        elif len(piece) == 1 and piece not in "^$.*+?|{}()[]\\":
+            positions.append(re.escape(piece))
+        else:
+            return None
+        last = piece
+    at: dict[str, list[int]] = {}
+    for i, one in enumerate(positions):
+        at.setdefault(one, []).append(i)
+    sets = tuple(
+        (np.array(where), bytes(c for c in range(128) if c != 10 and re.fullmatch(one, chr(c))))
+        for one, where in at.items()
+    )
+    return len(positions), sets
+
+
+def _all_fixed(joined: str, count: int, width: int, sets: tuple[tuple[np.ndarray, bytes], ...]) -> bool:
+    """`_all_match` of `count` cells joined by line breaks into the ASCII `joined`, for a `_fixed_width`
+    pattern: the cells, each followed by a line break, are rows of `width` + 1 bytes, each set's columns
+    holding nothing but its characters (a C pass deleting them), the last column nothing but line breaks."""
+    cells = np.frombuffer((joined + "\n").encode("ascii"), dtype=np.uint8)
+    if len(cells) != count * (width + 1):
+        return False
+    rows = cells.reshape(count, width + 1)
+    if rows[:, width].tobytes().translate(None, b"\n"):
+        return False
+    return not any(rows[:, where].tobytes().translate(None, allowed) for where, allowed in sets)
 
 
 def _fullmatch(values: pd.Series, pattern: str, present: np.ndarray | None = None) -> np.ndarray:

@@ -210,9 +210,9 @@ def _searches(values: pd.Series, pattern: str, present: np.ndarray | None = None
 def _sf_id_ok(values: pd.Series) -> np.ndarray:
     """`is_sf_id` for a column of strings, vectorised."""
     ok = _fullmatch(values, r"[0-9A-Za-z]{15}[A-Z0-5]{3}")
-    if ok.any():
-        chars = np.array(values[ok].tolist(), dtype="U18").view("U1").reshape(-1, 18)
-        upper = (chars[:, :15] >= "A") & (chars[:, :15] <= "Z")
+    if ok.any():  # the ids that match are 18 ASCII characters each: one byte each
+        chars = np.frombuffer("".join(values[ok].tolist()).encode("ascii"), dtype=np.uint8).reshape(-1, 18)
+        upper = (chars[:, :15] >= ord("A")) & (chars[:, :15] <= ord("Z"))
         bits = (upper.reshape(-1, 3, 5) * (1 << np.arange(5))).sum(axis=2)
         ok[ok] = (_SUFFIX[bits] == chars[:, 15:]).all(axis=1)
     return ok
@@ -236,7 +236,7 @@ def _email_ok(values: pd.Series) -> np.ndarray:
     return _fullmatch(values, EMAIL_RE.pattern) & (values.str.len() <= 254).to_numpy()
 
 
-_SUFFIX = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"))
+_SUFFIX = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", dtype=np.uint8)  # the suffix characters' bytes
 VECTOR_FORMATS: dict[str, Callable[[pd.Series], np.ndarray]] = {
     "sf-id": _sf_id_ok,
     "sf-datetime": _sf_datetime_ok,

@@ -32,12 +32,13 @@ import codecs
 import csv
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1151,12 +1152,15 @@ def read_csv_lines(
     label: str,
     check_header: Callable[[list[str]], None] | None = None,
     root: Path | None = None,
+    columns: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """A CSV as strings (None for empty) with a `_line` column holding each row's first line number.
 
     Raises BundleError naming `label` (the file as the user knows it) and the line when the file is not UTF-8,
     has no header, has a malformed row (unclosed quote, text after a closing quote) or a row whose cell count
-    differs from the header's. `check_header` may reject the header before any row is read.
+    differs from the header's. `check_header` may reject the header before any row is read. With `columns`,
+    the frame holds only the header's columns named there (and `_line`): every row is read and checked all
+    the same, the other columns' cells are not kept.
     """
     # the file is decoded and split into lines a chunk at a time: neither its bytes nor its text are held
     # whole beside the frame being built (at scale 30, EmailMessage.csv's 41 MB twice over)
@@ -1177,11 +1181,12 @@ def read_csv_lines(
         width = len(header)
         # the cells become column arrays a block of rows at a time, so the rows as lists of strings (several
         # times the file's size) are never all held at once: the object's frame plus one block, not the rows too
-        columns = [_Column() for _ in header]
+        built = [_Column() if columns is None or name in columns else None for name in header]
 
         def flush() -> None:
-            for column, cells in zip(columns, zip(*rows, strict=True), strict=True):
-                column.add(cells)
+            for column, cells in zip(built, zip(*rows, strict=True), strict=True):
+                if column is not None:
+                    column.add(cells)
             rows.clear()
 
         end = reader.line_num  # the line the last row read ends on
@@ -1207,8 +1212,9 @@ def read_csv_lines(
             ) from exc
         if rows:
             flush()
-    frame = pd.DataFrame({i: column.array() for i, column in enumerate(columns)}, dtype=object)
-    frame.columns = pd.Index(header, dtype=object)
+    kept = [(name, column) for name, column in zip(header, built, strict=True) if column is not None]
+    frame = pd.DataFrame({i: column.array() for i, (_, column) in enumerate(kept)}, dtype=object)
+    frame.columns = pd.Index([name for name, _ in kept], dtype=object)
     frame["_line"] = lines
     frame.attrs["lines"] = reader.line_num  # the file's physical lines (how parts' lines are numbered on)
     return frame
@@ -1216,14 +1222,16 @@ def read_csv_lines(
 
 LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 # the line boundaries `str.splitlines` knows besides \n, \r\n and \r
-OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def lines_of(text: str) -> list[str]:
     """The lines of `text` as `io.StringIO(text, newline="")` gives them (ending at \\n, \\r\\n or \\r, the
     ending kept), without the copy of the whole text StringIO makes first: `str.splitlines` (one C pass)
-    when the text holds none of the other characters it breaks lines at, else a scan for the three."""
-    if OTHER_BREAKS.search(text) is None:
+    when the text holds none of the other characters it breaks lines at, else a scan for the three. The
+    other characters are looked for one at a time (`in`: a fast search each, a fraction of the time of one
+    scan for a character class)."""
+    if not any(c in text for c in OTHER_BREAKS):
         return text.splitlines(keepends=True)
     return [m.group() for m in LINE.finditer(text)]
 
@@ -1234,7 +1242,13 @@ READ_CHUNK = 1 << 20  # bytes decoded at a time by `utf8_lines`
 def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[str]:
     """The lines of a UTF-8 file as `lines_of` gives them from its whole text, decoded `chunk` bytes at a time
     (so the file's bytes and text are never held whole). Raises the BundleError `read_text_regular` raises,
-    with the same byte position, when the file is not UTF-8."""
+    with the same byte position, when the file is not UTF-8. The lines are handed on a chunk's list at a time
+    (`chain`, in C: no generator step per line)."""
+    return itertools.chain.from_iterable(_utf8_line_lists(fh, label, chunk))
+
+
+def _utf8_line_lists(fh: IO[bytes], label: str, chunk: int) -> Iterator[list[str]]:
+    """`utf8_lines`, as the list of lines of each chunk."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     fed = 0  # bytes given to the decoder so far
     carry = ""  # the text after the last complete line
@@ -1250,12 +1264,12 @@ def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[s
         fed += len(data)
         buf = carry + text
         if final:
-            yield from lines_of(buf)
+            yield lines_of(buf)
             return
         # a \r at the very end may be the first half of a \r\n: it waits for the next chunk
         limit = len(buf) - 1 if buf.endswith("\r") else len(buf)
         end = max(buf.rfind("\n", 0, limit), buf.rfind("\r", 0, limit))
-        yield from lines_of(buf[: end + 1])
+        yield lines_of(buf[: end + 1])
         carry = buf[end + 1 :]
 
 

@@ -57,8 +57,8 @@ def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
     col = frame["Id"]
     lines = frame["_line"].to_numpy()
     present = col.notna().to_numpy()
-    first_line = dict(zip(col[present][::-1], lines[present][::-1], strict=True))
-    dup = (col.duplicated(keep="first") & col.notna()).to_numpy()
+    dup = col.duplicated(keep="first").to_numpy() & present
+    first_line = dict(zip(col[present][::-1], lines[present][::-1], strict=True)) if dup.any() else {}
     for pos in np.flatnonzero(dup):
         rid = col.iat[pos]
         out.append(
@@ -73,7 +73,10 @@ def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
                 line=lines[pos],
             )
         )
-    wrong = (present & ~col.fillna("").str.startswith(spec.key_prefix).to_numpy()).astype(bool)
+    if _all_start_with(col.to_numpy()[present].tolist(), [spec.key_prefix]):
+        wrong = np.zeros(len(col), dtype=bool)
+    else:
+        wrong = (present & ~col.fillna("").str.startswith(spec.key_prefix).to_numpy()).astype(bool)
     for pos in np.flatnonzero(wrong):
         rid = col.iat[pos]
         out.append(
@@ -89,6 +92,14 @@ def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
             )
         )
     return out
+
+
+def _all_start_with(values: list[str], prefixes: list[str]) -> bool:
+    """Whether every value starts with one of `prefixes` (distinct, all of one length), decided in C: the
+    values joined, each after a line break, and the prefixes' occurrences after a line break counted (each
+    value's start counts for at most one prefix). False (undecided) when a value holds a line break."""
+    joined = "\n" + "\n".join(values)
+    return joined.count("\n") == len(values) and sum(joined.count("\n" + p) for p in prefixes) == len(values)
 
 
 def _lookups(
@@ -117,23 +128,27 @@ def _lookups(
                         line=lines[pos],
                     )
                 )
-        prefix = col.fillna("").to_numpy(dtype=object).astype("U3").astype(object)  # the first 3 characters
-        right_prefix = np.isin(prefix, list(prefixes))
-        for pos in np.flatnonzero(~null & ~right_prefix):
-            owner = model.object_for_prefix(str(prefix[pos]))
-            what = f", the prefix of {owner}" if owner else ", which no object of the model uses"
-            out.append(
-                finding(
-                    "integrity.key-prefix",
-                    f"{spec.name} {rec[pos]}: `{f.name}` is {show(values[pos])}, which starts with "
-                    f"`{prefix[pos]}`{what}; expected {expected}.",
-                    object=spec.name,
-                    record=rec[pos],
-                    field=f.name,
-                    file=_file(spec.name),
-                    line=lines[pos],
+        prefix: np.ndarray | None = None  # the first 3 characters, when some value may start otherwise
+        if all(len(p) == 3 for p in prefixes) and _all_start_with(values[~null].tolist(), list(prefixes)):
+            right_prefix = ~null
+        else:
+            prefix = col.fillna("").to_numpy(dtype=object).astype("U3").astype(object)
+            right_prefix = np.isin(prefix, list(prefixes))
+            for pos in np.flatnonzero(~null & ~right_prefix):
+                owner = model.object_for_prefix(str(prefix[pos]))
+                what = f", the prefix of {owner}" if owner else ", which no object of the model uses"
+                out.append(
+                    finding(
+                        "integrity.key-prefix",
+                        f"{spec.name} {rec[pos]}: `{f.name}` is {show(values[pos])}, which starts with "
+                        f"`{prefix[pos]}`{what}; expected {expected}.",
+                        object=spec.name,
+                        record=rec[pos],
+                        field=f.name,
+                        file=_file(spec.name),
+                        line=lines[pos],
+                    )
                 )
-            )
         if f.org_provided:
             continue
         if not all(t in ids for t in targets):
@@ -142,7 +157,7 @@ def _lookups(
         # a set lookup per cell: no hash table of all the targets' ids built per field, as `isin` does
         exists = np.fromiter(map(known.__contains__, values), dtype=bool, count=len(values))
         for pos in np.flatnonzero(~null & right_prefix & ~exists):
-            target = prefixes[str(prefix[pos])]
+            target = prefixes[str(values[pos])[:3] if prefix is None else str(prefix[pos])]
             out.append(
                 finding(
                     "integrity.dangling-lookup",

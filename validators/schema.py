@@ -123,7 +123,68 @@ def _all_match(values: pd.Series, pattern: str) -> bool:
     if not len(values):
         return False
     joined = "\n".join(values.tolist())
+    fixed = _fixed_width(pattern)
+    if fixed is not None and joined.isascii():
+        return _all_fixed(joined, len(values), *fixed)
     return joined.count("\n") == len(values) - 1 and _multiline(pattern).subn("", joined)[1] == len(values)
+
+
+# a pattern's pieces: a character class, an escape, a group's opening, a repeat count, or one character
+_PIECE = re.compile(r"\[(?:[^\]\\]|\\.)*\]|\\.|\(\?:|\{\d+\}|.", re.DOTALL)
+_ONE_CHARACTER = re.compile(r"\\(?:[dwsDWS]|[^0-9A-Za-z])")  # the escapes that stand for one character
+_GROUP = ("(", "(?:", ")")
+
+
+@cache
+def _fixed_width(pattern: str) -> tuple[int, tuple[tuple[np.ndarray, bytes], ...]] | None:
+    """For a pattern every match of which is one fixed number of characters, each from a set of its own (a
+    sequence of characters, `[...]` classes and escapes such as `\\d`, each perhaps repeated `{n}` times, in
+    groups without alternation; `^` and `$` only at its ends): its width, and for each distinct set the
+    positions that ask for it and the ASCII characters it holds (line breaks aside), as the regex engine
+    decides them a character at a time. None for any other pattern."""
+    pieces = _PIECE.findall(pattern)
+    if pieces[:1] == ["^"]:
+        pieces = pieces[1:]
+    if pieces[-1:] == ["$"]:
+        pieces = pieces[:-1]
+    positions: list[str] = []  # each position's one-character pattern
+    last = ""
+    for piece in pieces:
+        if piece.startswith("{") and len(piece) > 1:
+            times = int(piece[1:-1])
+            if last in _GROUP or not positions or times < 1:  # a repeated group or nothing: not handled
+                return None
+            positions.extend([positions[-1]] * (times - 1))
+        elif piece in _GROUP:
+            pass
+        elif (piece.startswith("[") and not piece.startswith("[^")) or _ONE_CHARACTER.fullmatch(piece):
+            positions.append(piece)
+        elif len(piece) == 1 and piece not in "^$.*+?|{}()[]\\":
+            positions.append(re.escape(piece))
+        else:
+            return None
+        last = piece
+    at: dict[str, list[int]] = {}
+    for i, one in enumerate(positions):
+        at.setdefault(one, []).append(i)
+    sets = tuple(
+        (np.array(where), bytes(c for c in range(128) if c != 10 and re.fullmatch(one, chr(c))))
+        for one, where in at.items()
+    )
+    return len(positions), sets
+
+
+def _all_fixed(joined: str, count: int, width: int, sets: tuple[tuple[np.ndarray, bytes], ...]) -> bool:
+    """`_all_match` of `count` cells joined by line breaks into the ASCII `joined`, for a `_fixed_width`
+    pattern: the cells, each followed by a line break, are rows of `width` + 1 bytes, each set's columns
+    holding nothing but its characters (a C pass deleting them), the last column nothing but line breaks."""
+    cells = np.frombuffer((joined + "\n").encode("ascii"), dtype=np.uint8)
+    if len(cells) != count * (width + 1):
+        return False
+    rows = cells.reshape(count, width + 1)
+    if rows[:, width].tobytes().translate(None, b"\n"):
+        return False
+    return not any(rows[:, where].tobytes().translate(None, allowed) for where, allowed in sets)
 
 
 def _fullmatch(values: pd.Series, pattern: str, present: np.ndarray | None = None) -> np.ndarray:
@@ -149,9 +210,9 @@ def _searches(values: pd.Series, pattern: str, present: np.ndarray | None = None
 def _sf_id_ok(values: pd.Series) -> np.ndarray:
     """`is_sf_id` for a column of strings, vectorised."""
     ok = _fullmatch(values, r"[0-9A-Za-z]{15}[A-Z0-5]{3}")
-    if ok.any():
-        chars = np.array(values[ok].tolist(), dtype="U18").view("U1").reshape(-1, 18)
-        upper = (chars[:, :15] >= "A") & (chars[:, :15] <= "Z")
+    if ok.any():  # the ids that match are 18 ASCII characters each: one byte each
+        chars = np.frombuffer("".join(values[ok].tolist()).encode("ascii"), dtype=np.uint8).reshape(-1, 18)
+        upper = (chars[:, :15] >= ord("A")) & (chars[:, :15] <= ord("Z"))
         bits = (upper.reshape(-1, 3, 5) * (1 << np.arange(5))).sum(axis=2)
         ok[ok] = (_SUFFIX[bits] == chars[:, 15:]).all(axis=1)
     return ok
@@ -175,7 +236,7 @@ def _email_ok(values: pd.Series) -> np.ndarray:
     return _fullmatch(values, EMAIL_RE.pattern) & (values.str.len() <= 254).to_numpy()
 
 
-_SUFFIX = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"))
+_SUFFIX = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", dtype=np.uint8)  # the suffix characters' bytes
 VECTOR_FORMATS: dict[str, Callable[[pd.Series], np.ndarray]] = {
     "sf-id": _sf_id_ok,
     "sf-datetime": _sf_datetime_ok,

@@ -168,8 +168,9 @@ def _controls(raw: dict[str, pd.DataFrame]) -> list[Finding]:
                 continue
             cells = frame[column]
             # One scan of the whole column first: the pattern matches single characters and the separator is
-            # not one of them, so the joined text holds a control character exactly when some cell does.
-            if not _has_control("\n".join(map(str, cells.tolist()))):
+            # not one of them, so the joined text holds a control character exactly when some cell does (the
+            # cells are strings or None; empty ones hold none and are left out).
+            if not _has_control("\n".join(filter(None, cells.tolist()))):
                 continue
             hits = cells.astype("string").str.contains(CONTROL_PATTERN, regex=True, na=False)
             for pos in hits.to_numpy().nonzero()[0][:CONTROL_LIMIT]:  # the first of a column

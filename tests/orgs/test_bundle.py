@@ -186,6 +186,20 @@ def test_read_csv_lines_in_blocks(tmp_path: Path, rows: int) -> None:
     assert len({id(v) for v in kinds}) <= 1
 
 
+def test_read_csv_lines_keeps_only_the_columns_asked_for(tmp_path: Path) -> None:
+    """With `columns`, the frame is the whole read's columns of those names (and `_line`); rows are still
+    checked whole: a short row is reported even when the missing cell is in a column left out."""
+    path = tmp_path / "x.csv"
+    path.write_text('Id,Kind,Body\nid1,open,"two\nlines"\nid2,,text\n')
+    frame = read_csv_lines(path, "x.csv", columns=("Body", "Id", "Missing"))
+    assert list(frame.columns) == ["Id", "Body", "_line"]
+    assert frame.to_dict("list") == {"Id": ["id1", "id2"], "Body": ["two\nlines", "text"], "_line": [2, 4]}
+    assert list(read_csv_lines(path, "x.csv", columns=()).columns) == ["_line"]
+    path.write_text("Id,Kind,Body\nid1,open,text\nid2,open\n")
+    with pytest.raises(BundleError, match=r"x\.csv:3: row has 2 cells but the header has 3"):
+        read_csv_lines(path, "x.csv", columns=("Id",))
+
+
 # -- the vectorised write path writes what the reference formatter writes -------------------------------------
 
 _TEXT = st.one_of(

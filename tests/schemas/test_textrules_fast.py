@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.textrules import bare_plurals, doublings, norm, offered
+from schemas.textrules import article_screen, bare_plurals, doublings, norm, offered
 
 _DETERMINERS = ["a", "an", "the", "my", "your", "our", "their", "his", "its", "her", "The", "AN", "Its"]
 _PHRASES = {
@@ -90,6 +90,17 @@ def test_doublings_match_the_case_insensitive_rule(text: str) -> None:
 @given(texts)
 def test_bare_plurals_match_the_case_insensitive_rule(text: str) -> None:
     assert bare_plurals(text, _PHRASES) == _ref_bare(text, _PHRASES)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_article_screen_matches_exactly_when_either_rule_does(text: str) -> None:
+    """The screen (one pattern regrouped by the determiners' first letters) is for lower-cased ASCII texts."""
+    screen = article_screen(tuple(_PHRASES.values()))
+    assert screen is not None
+    ascii_text = text.encode("ascii", "ignore").decode()
+    want = _REF_DOUBLING.search(ascii_text) is not None or bool(_ref_bare(ascii_text, _PHRASES))
+    assert (screen.search(ascii_text.lower()) is not None) == want
 
 
 @settings(max_examples=400, deadline=None)

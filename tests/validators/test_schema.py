@@ -8,6 +8,7 @@ does not compile (so it must fall back to jsonschema).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -24,6 +25,8 @@ from validators.findings import Finding
 from validators.load import BundleData
 from validators.schema import (
     NUMBER_RE,
+    _all_match,
+    _fixed_width,
     _fullmatch,
     check_object,
     check_object_jsonschema,
@@ -296,3 +299,41 @@ def test_column_fullmatch_agrees_with_matching_each_cell(pattern: str) -> None:
         want = [isinstance(c, str) and re.fullmatch(pattern, c) is not None for c in cells]
         got = _fullmatch(pd.Series(cells, dtype=object), pattern).tolist()
         assert got == want, cells
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fixed"),
+    [
+        (r"a[0-9b-d]", True),
+        (r"^\d-\+$", True),
+        (r"(\d):[]x]", False),  # a class opening with `]`: not parsed, left to the regex
+        (r"(\d):[x\]]", True),
+        (r"(?:[\s]a)\.", True),
+        (r"(?:[\s]a){1}\.", False),  # a repeated group: left to the regex
+        (r"[a-c]{2}", True),
+        (r"[^a]b", False),
+        (r"(ab){2}", False),
+        (r"a{0}b", False),
+        (r"a\b", False),
+        (r"a|b", False),
+        (r"a.", False),
+        (r"a+", False),
+        (r"(?i:a)b", False),
+    ],
+)
+def test_all_match_of_fixed_width_patterns(pattern: str, fixed: bool) -> None:
+    """The columns of a fixed-width pattern are checked byte column by byte column (`_fixed_width`), other
+    patterns by the regex: either way True exactly when there are cells (strings: the callers pass the present
+    ones), all matching whole."""
+    assert (_fixed_width(pattern) is not None) == fixed
+    alphabet = ["a", "b", "c", "d", "x", "z", "0", "9", "-", "+", ".", ":", "]", " ", "\n", "\r", "é", "ab"]
+    universe = ["".join(t) for n in range(4) for t in itertools.product(alphabet, repeat=n)]
+    matching = [u for u in universe if re.fullmatch(pattern, u) and "\n" not in u]
+    assert matching
+    rnd = random.Random(pattern)
+    for trial in range(300):
+        cells = rnd.choices(matching, k=rnd.randrange(0, 6))
+        if trial % 2:  # one trial in two holds another cell, matching or not (empty, a line break, ...)
+            cells.insert(rnd.randrange(len(cells) + 1), rnd.choice(universe))
+        want = bool(cells) and all("\n" not in c and re.fullmatch(pattern, c) for c in cells)
+        assert _all_match(pd.Series(cells, dtype=object), pattern) == want, cells

@@ -78,10 +78,26 @@ _inbox: tuple[Any, Event, Event] | None = None
 NOTICE_POLL_SECONDS = 0.5
 
 
+ORPHAN_POLL_SECONDS = 0.5
+
+
 def _receive(inbox: Any, done: Event, withdrawn: Event) -> None:
-    """The pool's initializer: keep the notices' queue and events (passed when the process is started)."""
+    """The pool's initializer: keep the notices' queue and events (passed when the process is started), and
+    watch the building process (`_end_with`)."""
     global _inbox
     _inbox = (inbox, done, withdrawn)
+    threading.Thread(
+        target=_end_with, args=(os.getppid(),), name="orgseed-sidecar-watch", daemon=True
+    ).start()
+
+
+def _end_with(parent: int) -> None:
+    """End this process once the building process is gone. A building process that is killed cannot stop
+    its pool, and a forked worker holds both ends of the pool's call queue, so it would wait for its next
+    stage for ever (found: a build killed with SIGKILL left its sidecar behind)."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_SECONDS)
+    os._exit(1)
 
 
 def notices(idle: Callable[[], bool] | None = None) -> Iterator[str]:

@@ -92,6 +92,15 @@ def test_a_bad_scale_leaves_the_bundle_whole(tmp_path: Path, small_bundle: Path)
         assert not staging_path(out).exists()
 
 
+def _runs_build_of(cmdline: Path, out: Path) -> bool:
+    """Whether the process of /proc/<pid>/cmdline runs a build into `out` (gone meanwhile: no)."""
+    try:
+        args = cmdline.read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"build" in args and os.fsencode(out) in args
+
+
 def test_a_killed_rebuild_leaves_the_old_bundle_whole_and_the_next_build_cleans_up(
     tmp_path: Path, small_bundle: Path
 ) -> None:
@@ -125,6 +134,10 @@ def test_a_killed_rebuild_leaves_the_old_bundle_whole_and_the_next_build_cleans_
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    # no process of that build is left behind (its sidecar ends with it)
+    while left := [p for p in Path("/proc").glob("[0-9]*/cmdline") if _runs_build_of(p, out)]:
+        assert time.monotonic() < deadline, f"left running: {left}"
+        time.sleep(0.1)
     assert snapshot(out) == before  # the old bundle is whole
     assert staging.exists()  # and what the killed build wrote is beside it, not in it
     # The next build removes the stale staging folder and swaps the new bundle in, keeping the certificate.

@@ -590,15 +590,20 @@ def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
 def transfer_counts(data: OrgData, w: Window, n_cases: int) -> dict[str, float]:
     """TCU's count of moves per previous owner, as `transfers_from(...).value_counts()` orders them (count
     descending, ties in order of first appearance), counted on the agent codes."""
+    agents, counts = transfer_tally(data, w, n_cases)
+    ids = assignment_codes(data).agent_ids
+    return {ids[a]: float(c) for a, c in zip(agents.tolist(), counts.tolist(), strict=True)}
+
+
+def transfer_tally(data: OrgData, w: Window, n_cases: int) -> tuple[np.ndarray, np.ndarray]:
+    """`transfer_counts` as arrays, in its order: the previous owners' agent codes and their counts."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
     qualified = qualified_mask(codes, rows, n_cases)
     moved = codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
-    if not len(moved):
-        return {}
     agents, first, counts = np.unique(moved, return_index=True, return_counts=True)
     order = np.lexsort((first, -counts))
-    return {codes.agent_ids[agents[k]]: float(counts[k]) for k in order}
+    return agents[order], counts[order]
 
 
 def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:

@@ -368,12 +368,16 @@ class OrgData:
     def rows_with(self, name: str, column: str, value: Any) -> pd.DataFrame:
         """The rows of `name` whose `column` equals `value`, in the frame's order (as `f[f[column] == value]`;
         the positions per value are grouped once)."""
+        frame: pd.DataFrame = getattr(self, name)
+        return frame.iloc[self.positions_with(name, column, value)]
+
+    def positions_with(self, name: str, column: str, value: Any) -> np.ndarray:
+        """The positions (in frame order) of the rows `rows_with` returns."""
         key = f"groups:{name}:{column}"
         if key not in self.cache:
             self.cache[key] = getattr(self, name).groupby(column, sort=False).indices
-        frame: pd.DataFrame = getattr(self, name)
         positions = self.cache[key].get(value)
-        return frame.iloc[positions if positions is not None else np.empty(0, dtype=np.intp)]
+        return positions if positions is not None else np.empty(0, dtype=np.intp)
 
     def created_between(self, name: str, start: datetime, end: datetime, end_included: bool) -> pd.DataFrame:
         """The rows of `name` whose CreatedDate is in [start, end) (or [start, end]), in the frame's order: the
@@ -398,14 +402,21 @@ class OrgData:
         return np.sort(order[lo:hi])
 
     def issue_key(self, issue_id: str) -> str:
-        return str(self.latent_issues.loc[issue_id, "_issue_key"])
+        return str(self.latent_issues.at[issue_id, "_issue_key"])
 
     def policy_article(self, issue_key: str) -> str:
-        lk = self.latent_knowledge
-        hit = lk[(lk["_kind"] == "issue_policy") & (lk["_subject"] == issue_key)]
-        if hit.empty:
+        """The first knowledge article stating the policy of issue `issue_key`."""
+        if "policy_articles" not in self.cache:
+            lk = self.latent_knowledge
+            policies = lk[lk["_kind"] == "issue_policy"]
+            first: dict[Any, str] = {}
+            for article, subject in zip(policies.index, policies["_subject"], strict=True):
+                first.setdefault(subject, str(article))
+            self.cache["policy_articles"] = first
+        hit = self.cache["policy_articles"].get(issue_key)
+        if hit is None:
             raise TaskBuildError(f"No knowledge article states the policy of issue `{issue_key}`.")
-        return str(hit.index[0])
+        return hit
 
 
 Sampler = Callable[[random.Random, bool], Instance | None]

@@ -639,19 +639,22 @@ def agent_task_params(today: date, w: Window, n: int, extrema: str) -> dict[str,
 # -- Shared by top_issue_identification and monthly_trend_analysis (TII, MTA) ----------------------------
 
 
-def product_cases(data: OrgData) -> dict[str, Any]:
-    if "product_cases" not in data.cache:
-        data.cache["product_cases"] = {k: v for k, v in data.cases.groupby("_product")}
-    return data.cache["product_cases"]
+def product_positions(data: OrgData) -> dict[str, np.ndarray]:
+    """Product Id -> the positions of its cases in the Case frame, in frame order (the rows of
+    `cases.groupby("_product")`'s group; a product without a case has none)."""
+    if "product_positions" not in data.cache:
+        data.cache["product_positions"] = data.cases.groupby("_product").indices
+    return data.cache["product_positions"]
 
 
-def sampled_created(cases: pd.DataFrame, seed: int, draws: np.random.RandomState) -> datetime:
-    """The CreatedDate of `cases.sample(1, random_state=seed)`'s row, without building that frame: pandas draws
-    its position with `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes
-    the same draws as that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
+def sampled_created(created: np.ndarray, seed: int, draws: np.random.RandomState) -> datetime:
+    """For `created`, the CreatedDate column (datetime64) of some cases: the CreatedDate of
+    `cases.sample(1, random_state=seed)`'s row, without building that frame: pandas draws its position with
+    `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes the same draws as
+    that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
     draws.seed(seed)
-    at = draws.choice(len(cases), size=1, replace=False)[0]
-    return cases["CreatedDate"].iloc[at].to_pydatetime()
+    at = draws.choice(len(created), size=1, replace=False)[0]
+    return pd.Timestamp(created[at]).to_pydatetime()
 
 
 def product_name(data: OrgData, product_id: str) -> str:

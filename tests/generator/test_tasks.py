@@ -389,4 +389,4 @@ def test_sampled_created_is_the_row_pandas_samples() -> None:
     for seed in [0, 1, 7, 2**31 - 1, *random.Random(3).sample(range(2**31), 40)]:
         for rows in (cases, cases.iloc[:1], cases.iloc[5:9]):
             want = rows.sample(1, random_state=seed).iloc[0]["CreatedDate"].to_pydatetime()
-            assert sampled_created(rows, seed, draws) == want
+            assert sampled_created(rows["CreatedDate"].to_numpy(), seed, draws) == want

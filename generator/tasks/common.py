@@ -84,13 +84,13 @@ class Window:
 def relative_window(today: date, period: str, count: int) -> Window:
     end = datetime(today.year, today.month, today.day)
     delta = {
-        "day": relativedelta(days=count),
-        "week": relativedelta(weeks=count),
-        "month": relativedelta(months=count),
-        "quarter": relativedelta(months=3 * count),
-        "year": relativedelta(months=12 * count),
+        "day": {"days": count},
+        "week": {"weeks": count},
+        "month": {"months": count},
+        "quarter": {"months": 3 * count},
+        "year": {"months": 12 * count},
     }[period]
-    start = end - delta
+    start = end - relativedelta(**delta)
     words = {1: "", 2: "two ", 3: "three ", 4: "four ", 5: "five ", 6: "six "}
     if count == 1:
         phrase = {"day": "in the past day", "week": "over the past week", "month": "over the past month",
@@ -385,8 +385,11 @@ class OrgData:
         frame: pd.DataFrame = getattr(self, name)
         return frame.iloc[self.created_positions(name, start, end, end_included)]
 
-    def created_positions(self, name: str, start: datetime, end: datetime, end_included: bool) -> np.ndarray:
-        """The positions (in frame order) of the rows `created_between` returns."""
+    def created_positions(
+        self, name: str, start: datetime, end: datetime, end_included: bool, in_order: bool = True
+    ) -> np.ndarray:
+        """The positions (in frame order; without `in_order`, in CreatedDate order, for a caller that only
+        counts them) of the rows `created_between` returns."""
         key = f"created_order:{name}"
         if key not in self.cache:
             frame: pd.DataFrame = getattr(self, name)
@@ -399,7 +402,7 @@ class OrgData:
         hi = np.searchsorted(
             sorted_stamps, np.datetime64(end, "ns"), side="right" if end_included else "left"
         )
-        return np.sort(order[lo:hi])
+        return np.sort(order[lo:hi]) if in_order else order[lo:hi]
 
     def issue_key(self, issue_id: str) -> str:
         return str(self.latent_issues.at[issue_id, "_issue_key"])
@@ -588,7 +591,7 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
 def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
     """The positions (in Case frame order) of the rows `handle_time_cases` returns."""
     codes = assignment_codes(data)
-    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True, in_order=False)
     qualified = qualified_mask(codes, rows, n_cases)
     single = _counts(codes.case[rows], codes.cases) == 1
     c = data.created_positions("cases", w.start, w.end, end_included=False)
@@ -601,20 +604,29 @@ def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
 def transfer_counts(data: OrgData, w: Window, n_cases: int) -> dict[str, float]:
     """TCU's count of moves per previous owner, as `transfers_from(...).value_counts()` orders them (count
     descending, ties in order of first appearance), counted on the agent codes."""
-    agents, counts = transfer_tally(data, w, n_cases)
-    ids = assignment_codes(data).agent_ids
-    return {ids[a]: float(c) for a, c in zip(agents.tolist(), counts.tolist(), strict=True)}
-
-
-def transfer_tally(data: OrgData, w: Window, n_cases: int) -> tuple[np.ndarray, np.ndarray]:
-    """`transfer_counts` as arrays, in its order: the previous owners' agent codes and their counts."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
-    qualified = qualified_mask(codes, rows, n_cases)
-    moved = codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
+    moved = _moved(codes, rows, n_cases)
+    if not len(moved):
+        return {}
     agents, first, counts = np.unique(moved, return_index=True, return_counts=True)
     order = np.lexsort((first, -counts))
-    return agents[order], counts[order]
+    return {codes.agent_ids[agents[k]]: float(counts[k]) for k in order}
+
+
+def transfer_tally(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
+    """The values of `transfer_counts`, unordered: the moves of each previous owner with any, as integers."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True, in_order=False)
+    counts = _counts(_moved(codes, rows, n_cases), codes.agents)
+    return counts[counts > 0]
+
+
+def _moved(codes: AssignmentCodes, rows: np.ndarray, n_cases: int) -> np.ndarray:
+    """The previous owners' agent codes of the assignment rows at `rows` that TCU counts: those whose
+    previous owner is qualified by `rows`."""
+    qualified = qualified_mask(codes, rows, n_cases)
+    return codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
 
 
 def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:

@@ -53,7 +53,7 @@ def _may_qualify(data: OrgData, params: dict[str, Any], want_none: bool) -> bool
     """Whether the instance can be one `fill` accepts, told from the counts alone (most draws cannot): its
     answer is None exactly when no agent transferred, and it is a tie when the best count is shared (counts
     are whole numbers, so `pick_extreme`'s closeness is equality)."""
-    _, counts = transfer_tally(data, window_from_params(params), int(params["n_cases"]))
+    counts = transfer_tally(data, window_from_params(params), int(params["n_cases"]))
     if not len(counts):
         return want_none
     best = counts.max() if params["extrema"] == "max" else counts.min()

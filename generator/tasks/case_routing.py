@@ -26,7 +26,8 @@ ROUTING_POLICY = """## Case Routing Policy
 
 
 def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
-    by_issue = data.rows_with("closed_cases", "IssueId__c", params["issue_id"])["OwnerId"].value_counts()
+    owners = data.closed_cases["OwnerId"]
+    by_issue = owners.iloc[data.positions_with("closed_cases", "IssueId__c", params["issue_id"])].value_counts()
     if by_issue.empty:
         return Solution(None, {})
     stage1 = {str(k): int(v) for k, v in by_issue.items()}
@@ -36,8 +37,8 @@ def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
     candidates: dict[str, Any] = {"issue_closed": stage1}
     if len(tied) == 1:
         return Solution(tied[0], candidates, float(top - second))
-    of_product = data.rows_with("closed_cases", "_product", params["product_id"])
-    prod = of_product[of_product["OwnerId"].isin(tied)]["OwnerId"].value_counts()
+    of_product = owners.iloc[data.positions_with("closed_cases", "_product", params["product_id"])]
+    prod = of_product[of_product.isin(tied)].value_counts()
     stage2 = {a: int(prod.get(a, 0)) for a in tied}
     candidates["product_closed"] = stage2
     top2 = max(stage2.values())

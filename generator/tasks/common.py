@@ -365,14 +365,9 @@ class OrgData:
             self.cache[key] = getattr(self, name).set_index("Id")
         return self.cache[key]
 
-    def rows_with(self, name: str, column: str, value: Any) -> pd.DataFrame:
-        """The rows of `name` whose `column` equals `value`, in the frame's order (as `f[f[column] == value]`;
-        the positions per value are grouped once)."""
-        frame: pd.DataFrame = getattr(self, name)
-        return frame.iloc[self.positions_with(name, column, value)]
-
     def positions_with(self, name: str, column: str, value: Any) -> np.ndarray:
-        """The positions (in frame order) of the rows `rows_with` returns."""
+        """The positions of the rows of `name` whose `column` equals `value`, in the frame's order (the rows of
+        `f[f[column] == value]`; the positions per value are grouped once)."""
         key = f"groups:{name}:{column}"
         if key not in self.cache:
             self.cache[key] = getattr(self, name).groupby(column, sort=False).indices

@@ -27,7 +27,8 @@ ROUTING_POLICY = """## Case Routing Policy
 
 def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
     owners = data.closed_cases["OwnerId"]
-    by_issue = owners.iloc[data.positions_with("closed_cases", "IssueId__c", params["issue_id"])].value_counts()
+    of_issue = data.positions_with("closed_cases", "IssueId__c", params["issue_id"])
+    by_issue = owners.iloc[of_issue].value_counts()
     if by_issue.empty:
         return Solution(None, {})
     stage1 = {str(k): int(v) for k, v in by_issue.items()}
@@ -94,7 +95,7 @@ async def draft_new_cases(
 ) -> list[dict[str, Any]]:
     """New cases (not in the org) for routing: issues cycle evenly; the product is one that had that issue."""
     issues = sorted(data.issues["Id"])
-    closed = data.cases[data.cases["Status"] == "Closed"]
+    closed_products = data.closed_cases["_product"]
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     world_products = pd.read_csv(data.root / "latent" / "world" / "products.csv")
     noun_of = dict(zip(data.products["Id"], world_products["noun"], strict=True))
@@ -110,7 +111,8 @@ async def draft_new_cases(
     for k in range(n):
         issue = order[k % len(order)]
         if issue not in pools:
-            pools[issue] = sorted(set(closed.loc[closed["IssueId__c"] == issue, "_product"]))
+            of_issue = data.positions_with("closed_cases", "IssueId__c", issue)
+            pools[issue] = sorted(set(closed_products.iloc[of_issue]))
         pool = pools[issue]
         product = rng.choice(pool) if pool else rng.choice(sorted(names))
         key = f"ncr-{k}"

@@ -655,8 +655,8 @@ def product_positions(data: OrgData) -> dict[str, np.ndarray]:
 
 
 def sampled_created(created: np.ndarray, seed: int, draws: np.random.RandomState) -> datetime:
-    """For `created`, the CreatedDate column (datetime64) of some cases: the CreatedDate of
-    `cases.sample(1, random_state=seed)`'s row, without building that frame: pandas draws its position with
+    """The CreatedDate of `cases.sample(1, random_state=seed)`'s row, from `created`, the cases' CreatedDate
+    values (datetime64), without building that frame: pandas draws its position with
     `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes the same draws as
     that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
     draws.seed(seed)

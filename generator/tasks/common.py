@@ -400,7 +400,9 @@ class OrgData:
         return np.sort(order[lo:hi]) if in_order else order[lo:hi]
 
     def issue_key(self, issue_id: str) -> str:
-        return str(self.latent_issues.at[issue_id, "_issue_key"])
+        if "issue_keys" not in self.cache:
+            self.cache["issue_keys"] = self.latent_issues["_issue_key"].to_dict()
+        return str(self.cache["issue_keys"][issue_id])
 
     def policy_article(self, issue_key: str) -> str:
         """The first knowledge article stating the policy of issue `issue_key`."""

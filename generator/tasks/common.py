@@ -297,7 +297,7 @@ class OrgData:
     @cached_property
     def cases(self) -> pd.DataFrame:
         c = self.frame("Case")
-        item_product = self.items.set_index("Id")["Product2Id"] if self.bundle.has_data("OrderItem") else {}
+        item_product = self.by_id("items")["Product2Id"] if self.bundle.has_data("OrderItem") else {}
         state = self.accounts.set_index("Id")["ShippingState"] if self.bundle.has_data("Account") else {}
         return c.assign(_product=c["OrderItemId__c"].map(item_product), _state=c["AccountId"].map(state))
 

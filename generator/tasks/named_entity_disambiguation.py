@@ -13,6 +13,7 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from dateutil.relativedelta import relativedelta
 
@@ -43,22 +44,22 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
         )
     }
     name_tokens = {pid: _tokens(n) for pid, n in zip(p["Id"], p["Name"], strict=True)}
-    orders = data.orders[data.orders["Status"] == "Activated"].set_index("Id")
-    items = data.items[data.items["OrderId"].isin(orders.index)]
+    orders = data.by_id("orders")
+    order = orders.index.get_indexer(data.items["OrderId"])  # per order item: its order's position (-1: none)
+    found = order >= 0
+    # per order item: its order's AccountId (NaN without an order, as `map` gives it) and whether the order
+    # is Activated
+    account = np.where(found, orders["AccountId"].to_numpy()[order], np.nan)
+    activated = found & (orders["Status"].to_numpy()[order] == "Activated")
+    product = data.items["Product2Id"].to_numpy()
     bought = pd.DataFrame(
         {
-            "account": items["OrderId"].map(orders["AccountId"]).to_numpy(),
-            "date": items["OrderId"].map(orders["EffectiveDate"]).dt.date.to_numpy(),
-            "product": items["Product2Id"].to_numpy(),
+            "account": account[activated],
+            "date": orders["EffectiveDate"].iloc[order[activated]].dt.date.to_numpy(),
+            "product": product[activated],
         }
     )
-    every = data.orders.set_index("Id")
-    ever = pd.DataFrame(
-        {
-            "account": data.items["OrderId"].map(every["AccountId"]).to_numpy(),
-            "product": data.items["Product2Id"].to_numpy(),
-        }
-    )
+    ever = pd.DataFrame({"account": account, "product": product})
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,

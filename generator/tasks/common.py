@@ -366,8 +366,8 @@ class OrgData:
         return self.cache[key]
 
     def positions_with(self, name: str, column: str, value: Any) -> np.ndarray:
-        """The positions of the rows of `name` whose `column` equals `value`, in the frame's order (the rows of
-        `f[f[column] == value]`; the positions per value are grouped once)."""
+        """The positions of the rows of `name` whose `column` equals `value`, in the frame's order (the rows
+        of `f[f[column] == value]`; the positions per value are grouped once)."""
         key = f"groups:{name}:{column}"
         if key not in self.cache:
             self.cache[key] = getattr(self, name).groupby(column, sort=False).indices

@@ -10,6 +10,7 @@ Reference solver (crmarena.md §7.1), with orgseed's stated choices:
 from __future__ import annotations
 
 import random
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -26,28 +27,27 @@ ROUTING_POLICY = """## Case Routing Policy
 
 
 def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
-    by_issue = data.rows_with("closed_cases", "IssueId__c", params["issue_id"])["OwnerId"].value_counts()
-    if by_issue.empty:
+    stage1 = _closed_per_owner(data, params["issue_id"])
+    if not stage1:
         return Solution(None, {})
-    stage1 = {str(k): int(v) for k, v in by_issue.items()}
     top = max(stage1.values())
     tied = sorted(a for a, v in stage1.items() if v == top)
     second = sorted(stage1.values(), reverse=True)[1] if len(stage1) > 1 else 0
     candidates: dict[str, Any] = {"issue_closed": stage1}
     if len(tied) == 1:
         return Solution(tied[0], candidates, float(top - second))
-    of_product = data.rows_with("closed_cases", "_product", params["product_id"])
-    prod = of_product[of_product["OwnerId"].isin(tied)]["OwnerId"].value_counts()
-    stage2 = {a: int(prod.get(a, 0)) for a in tied}
+    of_product = data.positions_with("closed_cases", "_product", params["product_id"])
+    prod = Counter(data.closed_cases["OwnerId"].iloc[of_product].tolist())
+    stage2 = {a: prod[a] for a in tied}
     candidates["product_closed"] = stage2
     top2 = max(stage2.values())
     tied2 = sorted(a for a, v in stage2.items() if v == top2)
     if len(tied2) == 1:
         rest = sorted(stage2.values(), reverse=True)
         return Solution(tied2[0], candidates, float(rest[0] - rest[1]))
-    not_closed = data.open_cases
-    open_counts = not_closed[not_closed["OwnerId"].isin(tied2)]["OwnerId"].value_counts()
-    stage3 = {a: int(open_counts.get(a, 0)) for a in tied2}
+    if "routing:open" not in data.cache:
+        data.cache["routing:open"] = Counter(data.open_cases["OwnerId"].tolist())
+    stage3 = {a: data.cache["routing:open"][a] for a in tied2}
     candidates["not_closed"] = stage3
     low = min(stage3.values())
     tied3 = sorted(a for a, v in stage3.items() if v == low)
@@ -55,6 +55,17 @@ def solve_case_routing(data: OrgData, params: dict[str, Any]) -> Solution:
         return Solution(tied3[0], candidates, 0.0, tie=True, tied=tied3)
     rest = sorted(stage3.values())
     return Solution(tied3[0], candidates, float(rest[1] - rest[0]))
+
+
+def _closed_per_owner(data: OrgData, issue_id: str) -> dict[str, int]:
+    """Each owner's Closed cases of the issue, in `value_counts` order (counted once per issue: the drafts
+    cycle through a dozen issues)."""
+    key = f"routing:{issue_id}"
+    if key not in data.cache:
+        of_issue = data.positions_with("closed_cases", "IssueId__c", issue_id)
+        counts = data.closed_cases["OwnerId"].iloc[of_issue].value_counts()
+        data.cache[key] = {str(k): int(v) for k, v in counts.items()}
+    return dict(data.cache[key])
 
 
 def sampler_case_routing(data: OrgData, drafts: list[dict[str, Any]]) -> Any:
@@ -93,7 +104,7 @@ async def draft_new_cases(
 ) -> list[dict[str, Any]]:
     """New cases (not in the org) for routing: issues cycle evenly; the product is one that had that issue."""
     issues = sorted(data.issues["Id"])
-    closed = data.cases[data.cases["Status"] == "Closed"]
+    closed_products = data.closed_cases["_product"]
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     world_products = pd.read_csv(data.root / "latent" / "world" / "products.csv")
     noun_of = dict(zip(data.products["Id"], world_products["noun"], strict=True))
@@ -109,7 +120,8 @@ async def draft_new_cases(
     for k in range(n):
         issue = order[k % len(order)]
         if issue not in pools:
-            pools[issue] = sorted(set(closed.loc[closed["IssueId__c"] == issue, "_product"]))
+            of_issue = data.positions_with("closed_cases", "IssueId__c", issue)
+            pools[issue] = sorted(set(closed_products.iloc[of_issue]))
         pool = pools[issue]
         product = rng.choice(pool) if pool else rng.choice(sorted(names))
         key = f"ncr-{k}"

@@ -84,13 +84,13 @@ class Window:
 def relative_window(today: date, period: str, count: int) -> Window:
     end = datetime(today.year, today.month, today.day)
     delta = {
-        "day": relativedelta(days=count),
-        "week": relativedelta(weeks=count),
-        "month": relativedelta(months=count),
-        "quarter": relativedelta(months=3 * count),
-        "year": relativedelta(months=12 * count),
+        "day": {"days": count},
+        "week": {"weeks": count},
+        "month": {"months": count},
+        "quarter": {"months": 3 * count},
+        "year": {"months": 12 * count},
     }[period]
-    start = end - delta
+    start = end - relativedelta(**delta)
     words = {1: "", 2: "two ", 3: "three ", 4: "four ", 5: "five ", 6: "six "}
     if count == 1:
         phrase = {"day": "in the past day", "week": "over the past week", "month": "over the past month",
@@ -297,7 +297,7 @@ class OrgData:
     @cached_property
     def cases(self) -> pd.DataFrame:
         c = self.frame("Case")
-        item_product = self.items.set_index("Id")["Product2Id"] if self.bundle.has_data("OrderItem") else {}
+        item_product = self.by_id("items")["Product2Id"] if self.bundle.has_data("OrderItem") else {}
         state = self.accounts.set_index("Id")["ShippingState"] if self.bundle.has_data("Account") else {}
         return c.assign(_product=c["OrderItemId__c"].map(item_product), _state=c["AccountId"].map(state))
 
@@ -365,15 +365,14 @@ class OrgData:
             self.cache[key] = getattr(self, name).set_index("Id")
         return self.cache[key]
 
-    def rows_with(self, name: str, column: str, value: Any) -> pd.DataFrame:
-        """The rows of `name` whose `column` equals `value`, in the frame's order (as `f[f[column] == value]`;
-        the positions per value are grouped once)."""
+    def positions_with(self, name: str, column: str, value: Any) -> np.ndarray:
+        """The positions of the rows of `name` whose `column` equals `value`, in the frame's order (the rows
+        of `f[f[column] == value]`; the positions per value are grouped once)."""
         key = f"groups:{name}:{column}"
         if key not in self.cache:
             self.cache[key] = getattr(self, name).groupby(column, sort=False).indices
-        frame: pd.DataFrame = getattr(self, name)
         positions = self.cache[key].get(value)
-        return frame.iloc[positions if positions is not None else np.empty(0, dtype=np.intp)]
+        return positions if positions is not None else np.empty(0, dtype=np.intp)
 
     def created_between(self, name: str, start: datetime, end: datetime, end_included: bool) -> pd.DataFrame:
         """The rows of `name` whose CreatedDate is in [start, end) (or [start, end]), in the frame's order: the
@@ -381,8 +380,11 @@ class OrgData:
         frame: pd.DataFrame = getattr(self, name)
         return frame.iloc[self.created_positions(name, start, end, end_included)]
 
-    def created_positions(self, name: str, start: datetime, end: datetime, end_included: bool) -> np.ndarray:
-        """The positions (in frame order) of the rows `created_between` returns."""
+    def created_positions(
+        self, name: str, start: datetime, end: datetime, end_included: bool, in_order: bool = True
+    ) -> np.ndarray:
+        """The positions (in frame order; without `in_order`, in CreatedDate order, for a caller that only
+        counts them) of the rows `created_between` returns."""
         key = f"created_order:{name}"
         if key not in self.cache:
             frame: pd.DataFrame = getattr(self, name)
@@ -395,17 +397,26 @@ class OrgData:
         hi = np.searchsorted(
             sorted_stamps, np.datetime64(end, "ns"), side="right" if end_included else "left"
         )
-        return np.sort(order[lo:hi])
+        return np.sort(order[lo:hi]) if in_order else order[lo:hi]
 
     def issue_key(self, issue_id: str) -> str:
-        return str(self.latent_issues.loc[issue_id, "_issue_key"])
+        if "issue_keys" not in self.cache:
+            self.cache["issue_keys"] = self.latent_issues["_issue_key"].to_dict()
+        return str(self.cache["issue_keys"][issue_id])
 
     def policy_article(self, issue_key: str) -> str:
-        lk = self.latent_knowledge
-        hit = lk[(lk["_kind"] == "issue_policy") & (lk["_subject"] == issue_key)]
-        if hit.empty:
+        """The first knowledge article stating the policy of issue `issue_key`."""
+        if "policy_articles" not in self.cache:
+            lk = self.latent_knowledge
+            policies = lk[lk["_kind"] == "issue_policy"]
+            first: dict[Any, str] = {}
+            for article, subject in zip(policies.index, policies["_subject"], strict=True):
+                first.setdefault(subject, str(article))
+            self.cache["policy_articles"] = first
+        hit = self.cache["policy_articles"].get(issue_key)
+        if hit is None:
             raise TaskBuildError(f"No knowledge article states the policy of issue `{issue_key}`.")
-        return str(hit.index[0])
+        return hit
 
 
 Sampler = Callable[[random.Random, bool], Instance | None]
@@ -577,7 +588,7 @@ def handle_time_cases(data: OrgData, w: Window, n_cases: int) -> pd.DataFrame:
 def handle_time_positions(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
     """The positions (in Case frame order) of the rows `handle_time_cases` returns."""
     codes = assignment_codes(data)
-    rows = data.created_positions("assignments", w.start, w.end, end_included=True)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True, in_order=False)
     qualified = qualified_mask(codes, rows, n_cases)
     single = _counts(codes.case[rows], codes.cases) == 1
     c = data.created_positions("cases", w.start, w.end, end_included=False)
@@ -592,13 +603,27 @@ def transfer_counts(data: OrgData, w: Window, n_cases: int) -> dict[str, float]:
     descending, ties in order of first appearance), counted on the agent codes."""
     codes = assignment_codes(data)
     rows = data.created_positions("assignments", w.start, w.end, end_included=True)
-    qualified = qualified_mask(codes, rows, n_cases)
-    moved = codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
+    moved = _moved(codes, rows, n_cases)
     if not len(moved):
         return {}
     agents, first, counts = np.unique(moved, return_index=True, return_counts=True)
     order = np.lexsort((first, -counts))
     return {codes.agent_ids[agents[k]]: float(counts[k]) for k in order}
+
+
+def transfer_tally(data: OrgData, w: Window, n_cases: int) -> np.ndarray:
+    """The values of `transfer_counts`, unordered: the moves of each previous owner with any, as integers."""
+    codes = assignment_codes(data)
+    rows = data.created_positions("assignments", w.start, w.end, end_included=True, in_order=False)
+    counts = _counts(_moved(codes, rows, n_cases), codes.agents)
+    return counts[counts > 0]
+
+
+def _moved(codes: AssignmentCodes, rows: np.ndarray, n_cases: int) -> np.ndarray:
+    """The previous owners' agent codes of the assignment rows at `rows` that TCU counts: those whose
+    previous owner is qualified by `rows`."""
+    qualified = qualified_mask(codes, rows, n_cases)
+    return codes.old_owner[rows[_member(codes.old_owner[rows], qualified)]]
 
 
 def transfers_from(data: OrgData, w: Window, n_cases: int) -> pd.Series:
@@ -623,19 +648,22 @@ def agent_task_params(today: date, w: Window, n: int, extrema: str) -> dict[str,
 # -- Shared by top_issue_identification and monthly_trend_analysis (TII, MTA) ----------------------------
 
 
-def product_cases(data: OrgData) -> dict[str, Any]:
-    if "product_cases" not in data.cache:
-        data.cache["product_cases"] = {k: v for k, v in data.cases.groupby("_product")}
-    return data.cache["product_cases"]
+def product_positions(data: OrgData) -> dict[str, np.ndarray]:
+    """Product Id -> the positions of its cases in the Case frame, in frame order (the rows of
+    `cases.groupby("_product")`'s group; a product without a case has none)."""
+    if "product_positions" not in data.cache:
+        data.cache["product_positions"] = data.cases.groupby("_product").indices
+    return data.cache["product_positions"]
 
 
-def sampled_created(cases: pd.DataFrame, seed: int, draws: np.random.RandomState) -> datetime:
-    """The CreatedDate of `cases.sample(1, random_state=seed)`'s row, without building that frame: pandas draws
-    its position with `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes
-    the same draws as that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
+def sampled_created(created: np.ndarray, seed: int, draws: np.random.RandomState) -> datetime:
+    """The CreatedDate of `cases.sample(1, random_state=seed)`'s row, from `created`, the cases' CreatedDate
+    values (datetime64), without building that frame: pandas draws its position with
+    `RandomState(seed).choice(len(cases), size=1, replace=False)`. `draws`, reseeded, makes the same draws as
+    that new RandomState (which first seeds itself from the OS, at ten times the cost)."""
     draws.seed(seed)
-    at = draws.choice(len(cases), size=1, replace=False)[0]
-    return cases["CreatedDate"].iloc[at].to_pydatetime()
+    at = draws.choice(len(created), size=1, replace=False)[0]
+    return pd.Timestamp(created[at]).to_pydatetime()
 
 
 def product_name(data: OrgData, product_id: str) -> str:

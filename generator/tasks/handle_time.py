@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from generator.tasks.common import (
@@ -48,15 +49,23 @@ HTU_POLICY = """## Handle Time Policy
 
 
 def solve_handle_time(data: OrgData, params: dict[str, Any]) -> Solution:
+    return _fastest(data, _counted(data, params), str(params["extrema"]))
+
+
+def _counted(data: OrgData, params: dict[str, Any]) -> np.ndarray:
+    """The positions of the cases the instance averages (none: its answer is None)."""
+    return handle_time_positions(data, window_from_params(params), int(params["n_cases"]))
+
+
+def _fastest(data: OrgData, sel: np.ndarray, extrema: str) -> Solution:
     codes = assignment_codes(data)
-    sel = handle_time_positions(data, window_from_params(params), int(params["n_cases"]))
     if not len(sel):
         return Solution(None, {})
     # The mean handle time per owner, grouped by the owners' codes (numbered in Id order, so the groups come
     # in OwnerId order): the same sums, in the same row order, as grouping the cases by OwnerId.
     avg = pd.Series(codes.minutes[sel]).groupby(codes.owner_of_case[sel]).mean().round(6)
     ids = codes.agent_ids
-    return pick_extreme({ids[k]: float(v) for k, v in avg.items()}, str(params["extrema"]))
+    return pick_extreme({ids[k]: float(v) for k, v in avg.items()}, extrema)
 
 
 _MIN = ["shortest", "lowest", "quickest"]
@@ -83,8 +92,11 @@ def sampler_handle_time(data: OrgData) -> Any:
         n = rng.choice([0, 1, 1, 2, 2, 3])
         extrema = "min" if rng.random() < 0.6 else "max"
         params = agent_task_params(today, w, n, extrema)
-        sol = solve_handle_time(data, params)
         query = _htu_query(rng, w, n, extrema)
+        sel = _counted(data, params)
+        if bool(len(sel)) == want_none:
+            return None  # the answer is None exactly when no case counts: not the kind `fill` wants
+        sol = _fastest(data, sel, extrema)
         required = f"{HTU_POLICY}\n{today_line(today)}"
         return Instance("handle_time", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
 

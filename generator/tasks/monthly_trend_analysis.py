@@ -5,8 +5,8 @@ Reference solver (crmarena.md §7.8):
   month name (months of different years with the same name merge); the month whose count is strictly greater
   than every other month's (a tie at the top is rejected, never emitted).
 
-The product's cases, name and case-weighted product list come from helpers shared with top_issue_identification
-(`generator/tasks/common.py`).
+The product's cases (their positions), name and case-weighted product list come from helpers shared
+with top_issue_identification (`generator/tasks/common.py`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from generator.tasks.common import (
     case_products,
     iso,
     pick_extreme,
-    product_cases,
     product_name,
+    product_positions,
     relative_window,
     sampled_created,
     today_line,
@@ -57,11 +57,11 @@ def solve_monthly_trend(data: OrgData, params: dict[str, Any]) -> Solution:
 def product_created(data: OrgData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Product Id -> its cases' CreatedDate (datetime64[ns]) and month number (1-12), in frame order."""
     if "product_created" not in data.cache:
-        out = {}
-        for product, cases in product_cases(data).items():
-            stamps = cases["CreatedDate"].to_numpy(dtype="datetime64[ns]")
-            out[product] = (stamps, stamps.astype("datetime64[M]").astype(np.int64) % 12 + 1)
-        data.cache["product_created"] = out
+        stamps = data.cases["CreatedDate"].to_numpy(dtype="datetime64[ns]")
+        months = stamps.astype("datetime64[M]").astype(np.int64) % 12 + 1
+        data.cache["product_created"] = {
+            product: (stamps[at], months[at]) for product, at in product_positions(data).items()
+        }
     return data.cache["product_created"]
 
 
@@ -86,7 +86,7 @@ def sampler_monthly_trend(data: OrgData) -> Any:
         if not rich:
             return None
         product = rng.choices(rich, weights=rich_w)[0]
-        when = sampled_created(product_cases(data)[product], rng.randrange(2**31), draws)
+        when = sampled_created(product_created(data)[product][0], rng.randrange(2**31), draws)
         unit, count = ("month", rng.randint(7, 11)) if rng.random() < 0.5 else ("quarter", rng.randint(3, 6))
         today = (when + timedelta(days=rng.randint(20, 150))).date()
         w = relative_window(today, unit, count)

@@ -13,6 +13,7 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from dateutil.relativedelta import relativedelta
 
@@ -43,43 +44,35 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
         )
     }
     name_tokens = {pid: _tokens(n) for pid, n in zip(p["Id"], p["Name"], strict=True)}
-    orders = data.orders[data.orders["Status"] == "Activated"].set_index("Id")
-    items = data.items[data.items["OrderId"].isin(orders.index)]
+    orders = data.by_id("orders")
+    order = orders.index.get_indexer(data.items["OrderId"])  # per order item: its order's position (-1: none)
+    found = order >= 0
+    # per order item: its order's AccountId (NaN without an order, as `map` gives it) and whether the order
+    # is Activated
+    account = np.where(found, orders["AccountId"].to_numpy()[order], np.nan)
+    activated = found & (orders["Status"].to_numpy()[order] == "Activated")
+    product = data.items["Product2Id"].to_numpy()
     bought = pd.DataFrame(
         {
-            "account": items["OrderId"].map(orders["AccountId"]).to_numpy(),
-            "date": items["OrderId"].map(orders["EffectiveDate"]).dt.date.to_numpy(),
-            "product": items["Product2Id"].to_numpy(),
+            "account": account[activated],
+            "date": orders["EffectiveDate"].iloc[order[activated]].dt.date.to_numpy(),
+            "product": product[activated],
         }
     )
-    # account -> its activated purchases as (date, product), in frame order (as groupby("account") groups them)
-    by_account: dict[Any, list[tuple[Any, Any]]] = {}
-    known = bought["account"].notna().tolist()  # groupby drops the rows without an account
-    for ok, a, d, prod in zip(
-        known, bought["account"].tolist(), bought["date"].tolist(), bought["product"].tolist(), strict=True
-    ):
-        if ok:
-            by_account.setdefault(a, []).append((d, prod))
-    every = data.orders.set_index("Id")
-    ever = pd.DataFrame(
-        {
-            "account": data.items["OrderId"].map(every["AccountId"]).to_numpy(),
-            "product": data.items["Product2Id"].to_numpy(),
-        }
-    )
-    ever_sets: dict[Any, set[Any]] = {}
-    known = ever["account"].notna().tolist()
-    for ok, a, prod in zip(known, ever["account"].tolist(), ever["product"].tolist(), strict=True):
-        if ok:
-            ever_sets.setdefault(a, set()).add(prod)
-    ever_by_account = {k: sorted(v) for k, v in ever_sets.items()}
+    ever = pd.DataFrame({"account": account, "product": product})
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
         "name": name_tokens,
         "bought": bought,
-        "by_account": by_account,
-        "ever_by_account": ever_by_account,
+        # account -> the positions in `bought` of its activated purchases, in frame order (rows without an
+        # account in none)
+        "by_account": bought.groupby("account", sort=False).indices,
+        "bought_dates": bought["date"].to_numpy(),
+        "bought_products": bought["product"].to_numpy(),
+        # account -> the positions in `ever_products` of everything it ordered, any status
+        "ever_by_account": ever.groupby("account", sort=False).indices,
+        "ever_products": ever["product"].to_numpy(),
         "contact_account": contact_account,
     }
     return data.cache["ned"]
@@ -104,7 +97,8 @@ def solve_named_entity(data: OrgData, params: dict[str, Any]) -> Solution:
     rows = ix["by_account"].get(account)
     if rows is None:
         return Solution(None, [])
-    hit = sorted({prod for when, prod in rows if when == day and prod in matches})
+    purchases = zip(ix["bought_dates"][rows].tolist(), ix["bought_products"][rows].tolist(), strict=True)
+    hit = sorted({prod for when, prod in purchases if when == day and prod in matches})
     if not hit:
         return Solution(None, [])
     return Solution(hit[0], hit, None, tie=len(hit) > 1, tied=hit if len(hit) > 1 else [])
@@ -130,19 +124,21 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     account_contact = {a: c for c, a in ix["contact_account"].items()}
     all_products = sorted(names)
+    accounts, dates, products = (bought[c].tolist() for c in ("account", "date", "product"))
     drafts, requests = [], []
     for k in range(n):
         real = k % 10 < 7
-        row = bought.iloc[rng.randrange(len(bought))]
-        account = row["account"]
-        mine = set(ix["ever_by_account"][account])  # everything the contact ever ordered, any status
+        row = rng.randrange(len(bought))
+        account = accounts[row]
+        # everything the contact ever ordered, any status
+        mine = set(ix["ever_products"][ix["ever_by_account"][account]].tolist())
         if real:
-            product = row["product"]
-            day = row["date"]
+            product = products[row]
+            day = dates[row]
         else:
             others = [p for p in all_products if p not in mine]
             product = rng.choice(others)
-            day = row["date"] + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
+            day = dates[row] + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
         period = rng.choice(["day", "day", "week", "month"])
         count = {"day": rng.randint(1, 30), "week": rng.randint(1, 8), "month": rng.randint(1, 6)}[period]
         if period == "month":

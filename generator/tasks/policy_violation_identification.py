@@ -12,6 +12,9 @@ import random
 from datetime import date
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from generator.tasks.common import Instance, OrgData, Solution
 
 PVI_POLICY = """## Policy Violation Check
@@ -22,26 +25,24 @@ PVI_POLICY = """## Policy Violation Check
 
 
 def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
-    case = data.by_id("cases").loc[params["case_id"]]
-    issue_key = data.issue_key(case["IssueId__c"])
+    cases = data.by_id("cases")
+    issue_key = data.issue_key(cases.at[params["case_id"], "IssueId__c"])
     policy = data.policies["issues"][issue_key]["remedies"]
     phrases = sorted(
         ((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0])
     )
-    items = data.by_id("items")
-    orders = data.by_id("orders")
-    ordered = orders.loc[items.loc[case["OrderItemId__c"], "OrderId"], "EffectiveDate"].date()
+    item = cases.at[params["case_id"], "OrderItemId__c"]
+    ordered = data.by_id("orders").at[data.by_id("items").at[item, "OrderId"], "EffectiveDate"].date()
     users = data.by_id("users")
     turns: list[tuple[str, date]] = []
-    for chat in data.rows_with("chats", "CaseId", params["case_id"]).itertuples():
-        who = f"{users.loc[chat.OwnerId, 'FirstName']} {users.loc[chat.OwnerId, 'LastName']} (Agent): "
-        turns += [
-            (line[len(who) :], chat.StartTime.date())
-            for line in str(chat.Body).splitlines()
-            if line.startswith(who)
-        ]
-    mail = data.rows_with("agent_emails", "ParentId", params["case_id"])  # outgoing only
-    turns += [(str(t), m.date()) for t, m in zip(mail["TextBody"], mail["MessageDate"], strict=True)]
+    chats = _columns(data, "chats", ("OwnerId", "Body"), "StartTime")
+    at = data.positions_with("chats", "CaseId", params["case_id"])
+    for owner, body, day in zip(*(col[at].tolist() for col in chats), strict=True):
+        who = f"{users.at[owner, 'FirstName']} {users.at[owner, 'LastName']} (Agent): "
+        turns += [(line[len(who) :], day) for line in str(body).splitlines() if line.startswith(who)]
+    mail = _columns(data, "agent_emails", ("TextBody",), "MessageDate")  # outgoing only
+    at = data.positions_with("agent_emails", "ParentId", params["case_id"])
+    turns += [(str(t), day) for t, day in zip(*(col[at].tolist() for col in mail), strict=True)]
     broken: dict[str, Any] = {}
     for text, when in turns:
         lowered = text.lower()
@@ -54,6 +55,18 @@ def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
     if not broken:
         return Solution(None, {})
     return Solution(data.policy_article(issue_key), broken)
+
+
+def _columns(data: OrgData, name: str, texts: tuple[str, ...], stamp: str) -> list[np.ndarray]:
+    """Columns `texts` of frame `name` and the day of its `stamp` column (datetime64[D]: `tolist` gives
+    `datetime.date`s, the dates of the timestamps), as arrays, made once: a case's rows are a few
+    positions of each."""
+    key = f"pvi:{name}"
+    if key not in data.cache:
+        frame: pd.DataFrame = getattr(data, name)
+        days = frame[stamp].to_numpy().astype("datetime64[D]")
+        data.cache[key] = [*(frame[c].to_numpy() for c in texts), days]
+    return data.cache[key]
 
 
 def sampler_policy_violation(data: OrgData) -> Any:

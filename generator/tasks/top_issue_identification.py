@@ -4,8 +4,8 @@ Reference solver (crmarena.md §7.7):
 - TII: cases whose order item is of the product, CreatedDate in [start, end] (end inclusive); count per
   IssueId__c; the issue with most cases; no case → None.
 
-The product's cases, name and case-weighted product list come from helpers shared with monthly_trend_analysis
-(`generator/tasks/common.py`).
+The product's cases (their positions), name and case-weighted product list come from helpers shared
+with monthly_trend_analysis (`generator/tasks/common.py`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from generator.tasks.common import (
     iso,
     named_window,
     pick_extreme,
-    product_cases,
     product_name,
+    product_positions,
     random_window,
     relative_window,
     sampled_created,
@@ -62,14 +62,12 @@ def _product_issues(data: OrgData) -> dict[str, tuple[np.ndarray, np.ndarray, li
     """Product Id -> its cases' CreatedDate (datetime64[ns]) and IssueId__c as codes (-1: none), in frame
     order, and the issue Ids the codes number. Made once."""
     if "product_issues" not in data.cache:
+        stamps = data.cases["CreatedDate"].to_numpy(dtype="datetime64[ns]")
+        issue_ids = data.cases["IssueId__c"].to_numpy()
         out = {}
-        for product, cases in product_cases(data).items():
-            codes, issues = pd.factorize(cases["IssueId__c"])
-            out[product] = (
-                cases["CreatedDate"].to_numpy(dtype="datetime64[ns]"),
-                np.asarray(codes),
-                [str(x) for x in issues],
-            )
+        for product, at in product_positions(data).items():
+            codes, issues = pd.factorize(issue_ids[at])
+            out[product] = (stamps[at], np.asarray(codes), [str(x) for x in issues])
         data.cache["product_issues"] = out
     return data.cache["product_issues"]
 
@@ -86,7 +84,7 @@ def sampler_top_issue(data: OrgData) -> Any:
             today, w = random_window(data, rng, named_share=0.5)
         else:
             product = rng.choices(products, weights=weights)[0]
-            when = sampled_created(product_cases(data)[product], rng.randrange(2**31), draws)
+            when = sampled_created(_product_issues(data)[product][0], rng.randrange(2**31), draws)
             if rng.random() < 0.5:
                 kind = rng.choice(["month", "quarter", "season", "season"])
                 if kind == "month":

@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
+
 from generator.tasks.common import (
     SUFFIX_AGENT,
     Instance,
@@ -27,6 +29,7 @@ from generator.tasks.common import (
     random_window,
     today_line,
     transfer_counts,
+    transfer_tally,
     window_from_params,
 )
 
@@ -44,6 +47,17 @@ TCU_POLICY = """## Transfer Count Policy
 def solve_transfer_count(data: OrgData, params: dict[str, Any]) -> Solution:
     counts = transfer_counts(data, window_from_params(params), int(params["n_cases"]))
     return pick_extreme(counts, str(params["extrema"]))
+
+
+def _may_qualify(data: OrgData, params: dict[str, Any], want_none: bool) -> bool:
+    """Whether the instance can be one `fill` accepts, told from the counts alone (most draws cannot): its
+    answer is None exactly when no agent transferred, and it is a tie when the best count is shared (counts
+    are whole numbers, so `pick_extreme`'s closeness is equality)."""
+    counts = transfer_tally(data, window_from_params(params), int(params["n_cases"]))
+    if not len(counts):
+        return want_none
+    best = counts.max() if params["extrema"] == "max" else counts.min()
+    return not want_none and np.count_nonzero(counts == best) == 1
 
 
 def _tcu_query(rng: random.Random, w: Window, n: int, extrema: str) -> str:
@@ -66,8 +80,10 @@ def sampler_transfer_count(data: OrgData) -> Any:
         n = rng.choice([0, 0, 1, 2, 3])
         extrema = "max" if rng.random() < 0.55 else "min"
         params = agent_task_params(today, w, n, extrema)
-        sol = solve_transfer_count(data, params)
         query = _tcu_query(rng, w, n, extrema)
+        if not _may_qualify(data, params, want_none):
+            return None
+        sol = solve_transfer_count(data, params)
         required = f"{TCU_POLICY}\n{today_line(today)}"
         return Instance("transfer_count", query, sol.answer, required, params, sol, tail=f" {SUFFIX_AGENT}")
 

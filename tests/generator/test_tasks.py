@@ -26,10 +26,10 @@ from generator.tasks.common import (
     sampled_created,
     window_from_params,
 )
-from generator.tasks.handle_time import solve_handle_time
+from generator.tasks.handle_time import _counted, solve_handle_time
 from generator.tasks.monthly_trend_analysis import solve_monthly_trend
 from generator.tasks.top_issue_identification import solve_top_issue
-from generator.tasks.transfer_count import solve_transfer_count
+from generator.tasks.transfer_count import _may_qualify, solve_transfer_count
 from schemas.taskspec import CRMARENA_TASKS, MONTHS
 from tests.conftest import copy_bundle
 from tests.flows.test_cli import orgseed
@@ -275,6 +275,25 @@ def test_agent_task_solvers_match_the_policy_by_masks(default_bundle: Path) -> N
     assert seen > 300  # most windows have candidates: the comparison is not vacuous
 
 
+def test_agent_samplers_screen_exactly_the_draws_fill_rejects(default_bundle: Path) -> None:
+    """The HTU and TCU samplers skip the solve of a draw whose counts show `fill` would reject it (a None
+    answer when none is wanted or the reverse; for TCU, a tie): over many windows, the screen passes exactly
+    the draws whose solved instance has the wanted kind of answer and no tie."""
+    data = OrgData(default_bundle)
+    rng = random.Random(5)
+    kinds: Counter[tuple[bool, bool]] = Counter()
+    for _ in range(300):
+        today, w = random_window(data, rng)
+        params = agent_task_params(today, w, rng.choice([0, 1, 2, 3]), rng.choice(["min", "max"]))
+        htu, tcu = solve_handle_time(data, params), solve_transfer_count(data, params)
+        for want_none in (False, True):
+            assert (bool(len(_counted(data, params))) != want_none) == ((htu.answer is None) == want_none)
+            accepted = (tcu.answer is None) == want_none and not tcu.tie
+            assert _may_qualify(data, params, want_none) == accepted, (params, want_none)
+        kinds[(tcu.answer is None, tcu.tie)] += 1
+    assert len(kinds) == 3  # None answers, ties and clear winners all occur: the comparison is not vacuous
+
+
 def _busy_products(data: OrgData) -> list[str]:
     """Products with at least 5 cases: enough for several months or issues to compete."""
     per_product = data.cases["_product"].value_counts()
@@ -389,4 +408,4 @@ def test_sampled_created_is_the_row_pandas_samples() -> None:
     for seed in [0, 1, 7, 2**31 - 1, *random.Random(3).sample(range(2**31), 40)]:
         for rows in (cases, cases.iloc[:1], cases.iloc[5:9]):
             want = rows.sample(1, random_state=seed).iloc[0]["CreatedDate"].to_pydatetime()
-            assert sampled_created(rows, seed, draws) == want
+            assert sampled_created(rows["CreatedDate"].to_numpy(), seed, draws) == want

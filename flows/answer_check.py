@@ -75,18 +75,20 @@ def default_workers(root: Path) -> int:
     return max(1, min(MAX_WORKERS, (os.cpu_count() or 1) // 2))
 
 
-def _partition(lines: list[dict[str, Any]], parts: int) -> list[list[int]]:
+def _partition(lines: list[dict[str, Any]], parts: int) -> list[list[dict[str, Any]]]:
     """Contiguous runs of instances grouped by task (a worker's query cache then serves its task's repeats)."""
     ordered = sorted(lines, key=lambda g: (str(g["task"]), int(g["idx"])))
     size = math.ceil(len(ordered) / parts) if ordered else 0
-    return [[int(g["idx"]) for g in ordered[i : i + size]] for i in range(0, len(ordered), size or 1)]
+    return [ordered[i : i + size] for i in range(0, len(ordered), size or 1)]
 
 
 CHECK_CACHE_KIB = 8_192  # SQLite's page cache per connection of the in-process check
 
 
-def check_in_process(root: Path | str, only: Sequence[int] | None = None) -> Any:
-    """Re-derive instances (`only`, else all) against the org's engine in this process (a worker's job)."""
+def check_in_process(root: Path | str, lines: Sequence[dict[str, Any]] | None = None) -> Any:
+    """Re-derive instances against the org's engine in this process (a worker's job): `lines`, lines of
+    ground_truth.jsonl as `ground_truth_lines` gives them (a chunk's caller has read them: each chunk reading
+    the whole file again took ~0.2 CPU-s of the scale-10 check), else every instance of the file."""
     from orgs.local.engine import LocalOrg
     from orgs.local.inprocess import InProcessClient
     from validators.tasks_soql import check_tasks_via_api
@@ -98,7 +100,7 @@ def check_in_process(root: Path | str, only: Sequence[int] | None = None) -> Any
     org = LocalOrg(root, mmap_bytes=0, cache_kib=CHECK_CACHE_KIB)
     try:
         with fewer_collections():
-            return check_tasks_via_api(root, InProcessClient(org), only=only, chunk=IN_PROCESS_CHUNK)
+            return check_tasks_via_api(root, InProcessClient(org), chunk=IN_PROCESS_CHUNK, lines=lines)
     finally:
         org.close()
 
@@ -223,13 +225,13 @@ def check_answers_through_the_org(
     return merge_and_sample(root, lines, results, max(1, len(parts)), seconds, share, minimum)
 
 
-def task_chunks(lines: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
-    """The instances as one chunk per task, (task, idxs), tasks in the order of `_partition`. A chunk's
+def task_chunks(lines: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The instances as one chunk per task, (task, its lines in idx order), tasks in the order of `_partition`. A chunk's
     queries are those of the same task in a one-process check (`check_tasks_via_api` starts a new query cache
     at each task), so checking the chunks apart runs the same queries, counted the same."""
-    chunks: dict[str, list[int]] = {}
+    chunks: dict[str, list[dict[str, Any]]] = {}
     for g in sorted(lines, key=lambda g: (str(g["task"]), int(g["idx"]))):
-        chunks.setdefault(str(g["task"]), []).append(int(g["idx"]))
+        chunks.setdefault(str(g["task"]), []).append(g)
     return list(chunks.items())
 
 

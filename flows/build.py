@@ -337,8 +337,8 @@ async def check_on_workers(root: Path, stage: Timed) -> dict[str, Any]:
         names = [f"tasks.check_api/{task}" for task, _ in chunks]
         results = await asyncio.gather(
             *(
-                stage(name, check_in_process, root, idxs, remote=True)
-                for name, (_, idxs) in zip(names, chunks, strict=True)
+                stage(name, check_in_process, root, part, remote=True)
+                for name, (_, part) in zip(names, chunks, strict=True)
             )
         )
         seconds["in_process"] = round(time.perf_counter() - tc, 3)
@@ -405,7 +405,7 @@ async def shared_with_the_sidecar(
         seconds = {"store": build_store(root)}  # found built by the sidecar's store stage, else built here
         lines = ground_truth_lines(root)
         chunks = task_chunks(lines)
-        units += [(f"tasks.check_api/{task}", check_in_process, (root, idxs)) for task, idxs in chunks]
+        units += [(f"tasks.check_api/{task}", check_in_process, (root, part)) for task, part in chunks]
         sidecar = asyncio.ensure_future(the_sidecar_takes())
         try:
             sample = http_sample([int(g["idx"]) for g in lines])

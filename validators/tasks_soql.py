@@ -444,12 +444,14 @@ def check_tasks_via_api(
     ids: Mapping[str, str] | None = None,
     only: Collection[int] | None = None,
     chunk: int = CHUNK,
+    lines: Sequence[Mapping[str, Any]] | None = None,
 ) -> SoqlCheck:
     """Re-derive the instances of `tasks/ground_truth.jsonl` (those whose idx is in `only`, else all) through
     `sf` and compare with the answers. `sf` is a simple-salesforce client, or anything answering its `query`,
     `query_all` and `search` the same way (`orgs.local.inprocess.InProcessClient`). `ids` (bundle id -> org
     id): the org was loaded from the bundle and gave its records new ids; the ground truth and the latent
-    tables are re-keyed before the check (schemas/rekey.py). `chunk`: ids per list in one query (`OrgTools`)."""
+    tables are re-keyed before the check (schemas/rekey.py). `chunk`: ids per list in one query (`OrgTools`).
+    `lines`: the file's lines, when the caller has read them (`ground_truth_lines`)."""
     root = Path(root)
     tools = OrgTools(sf, chunk)
     queries = 0
@@ -461,8 +463,10 @@ def check_tasks_via_api(
     out: list[SoqlDisagreement] = []
     outcomes: dict[int, tuple[Any, bool]] = {}
     wanted = None if only is None else set(only)
-    lines = [g for g in ground_truth_lines(root) if wanted is None or g["idx"] in wanted]
-    for g in lines:
+    if lines is None:
+        lines = ground_truth_lines(root)
+    checked = [g for g in lines if wanted is None or g["idx"] in wanted]
+    for g in checked:
         if ids:
             g = rekey(g, ids)
         task, params, expected = g["task"], g["params"], g["answer"]
@@ -494,4 +498,4 @@ def check_tasks_via_api(
         else:
             continue
         out.append(SoqlDisagreement(g["idx"], task, expected, found, f"idx {g['idx']} ({task}): {why}"))
-    return SoqlCheck(out, len(lines), queries + tools.queries, outcomes)
+    return SoqlCheck(out, len(checked), queries + tools.queries, outcomes)

@@ -48,11 +48,13 @@ def test_one_chunk_per_task_checks_every_instance_once_with_the_queries_of_one_p
     lines = ground_truth_lines(small_bundle)
     chunks = task_chunks(lines)
     task_of = {int(g["idx"]): str(g["task"]) for g in lines}
-    assert sorted(i for _, idxs in chunks for i in idxs) == sorted(task_of)  # each instance once
+    assert sorted(int(g["idx"]) for _, part in chunks for g in part) == sorted(task_of)  # each instance once
     assert [t for t, _ in chunks] == sorted(set(task_of.values()))  # one chunk per task
-    assert all({task_of[i] for i in idxs} == {task} for task, idxs in chunks)
+    assert all({task_of[int(g["idx"])] for g in part} == {task} for task, part in chunks)
     whole = check_in_process(small_bundle)
-    parts = [check_in_process(small_bundle, idxs) for _, idxs in chunks]
+    parts = [check_in_process(small_bundle, part) for _, part in chunks]
+    # a chunk checks its own instances only
+    assert [len(p.outcomes) for p in parts] == [len(part) for _, part in chunks]
     assert {i: o for p in parts for i, o in p.outcomes.items()} == whole.outcomes
     assert len(whole.outcomes) == len(lines)
     # a one-process check starts its query cache anew at each task: the chunks ask the same queries

@@ -413,30 +413,51 @@ def store_stage_noting_frozen(root: str, *more: Any) -> float:
     return answer_check.build_store_as_written(root, *more)
 
 
-def test_what_the_build_holds_before_it_starts_is_frozen_in_both_processes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+FROZEN_BUILD = """
+import gc, sys
+from pathlib import Path
+from flows import answer_check, build as build_module, sidecar
+from flows.run import run_build
+from tests.flows.test_sidecar import _small, store_stage_noting_frozen
+
+frozen = {}
+write_world = build_module.write_world
+
+def world_noting_frozen(*args):
+    frozen["building"] = gc.get_freeze_count()
+    return write_world(*args)
+
+build_module.write_world = world_noting_frozen
+answer_check.build_store_as_written = store_stage_noting_frozen
+before = gc.get_freeze_count()
+assert sidecar.start_method() == "fork"
+run_build(_small(Path(sys.argv[1])))
+print(before, frozen["building"], gc.get_freeze_count())
+"""
+
+
+def test_what_the_build_holds_before_it_starts_is_frozen_in_both_processes(tmp_path: Path) -> None:
     """The modules and the model, held before the build starts, stay out of the cycle collector's walks in the
-    building process and in the sidecar forked from it, from the first stage on; and are handed back after."""
-    import gc
-
-    frozen: dict[str, int] = {}
-    write_world = build_module.write_world
-
-    def world_noting_frozen(*args: Any) -> Any:
-        frozen["building"] = gc.get_freeze_count()
-        return write_world(*args)
+    building process and in the sidecar forked from it, from the first stage on; and are handed back after.
+    (In a process of its own: the sidecar is forked only from a process running one thread.)"""
+    import subprocess
+    import sys
 
     noted = tmp_path / "frozen-in-sidecar"
-    monkeypatch.setenv(FROZEN, str(noted))
-    monkeypatch.setattr(build_module, "write_world", world_noting_frozen)
-    monkeypatch.setattr(answer_check, "build_store_as_written", store_stage_noting_frozen)
-    before = gc.get_freeze_count()
-    run_build(_small(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", FROZEN_BUILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        env={**os.environ, FROZEN: str(noted)},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.returncode == 0, out.stderr
+    before, building, after = map(int, out.stdout.split()[-3:])
     # thousands: the modules alone hold that many objects the collector tracks
-    assert frozen["building"] > before + 10_000
+    assert building > before + 10_000
     assert int(noted.read_text()) > before + 10_000
-    assert gc.get_freeze_count() == before
+    assert after == before
 
 
 def _begun_in_this_process(root: Path) -> tuple[Any, Any]:

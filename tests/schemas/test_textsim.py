@@ -125,7 +125,7 @@ def _template_corpus() -> list[str | None]:
     ]
     slots = [f"s{i}" for i in range(4)]
     texts: list[str | None] = []
-    for k in range(900):
+    for k in range(1800):
         t = templates[k % 3]
         fill = {x: " ".join(rnd.choice(slots) for _ in range(rnd.randrange(1, 3))) for x in "abcde"}
         texts.append(t.format(**fill))
@@ -134,7 +134,7 @@ def _template_corpus() -> list[str | None]:
 
 def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     # The module docstring's procedure restated pair by pair (O(n²)) on the index's own signatures: a
-    # candidate shares one band's 3 values, is kept when its 32-bit halves agree on >= 35% of the 96 values,
+    # candidate shares one band's 3 values (band b: bin b of each of the 3 sketches), is kept when its 32-bit halves agree on >= 35% of the 96 values,
     # and is reported when its exact shingle Jaccard is >= 0.5. Groups here reach hundreds of members.
     texts = _template_corpus()
     index = NearDuplicateIndex(texts)
@@ -144,7 +144,7 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     bands: dict[tuple[int, tuple[int, ...]], list[int]] = {}
     for i in live:
         for band in range(32):
-            bands.setdefault((band, tuple(sig[i][band * 3 : band * 3 + 3])), []).append(i)
+            bands.setdefault((band, tuple(sig[i][k * 32 + band] for k in range(3))), []).append(i)
     assert max(len(g) for g in bands.values()) > 64  # the many-member path is exercised
     candidates = {(a, b) for g in bands.values() for x, a in enumerate(g) for b in g[x + 1 :]}
     want = []
@@ -159,7 +159,12 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
     # candidates compared a few at a time: chunk boundaries fall everywhere, the pairs are the same
     monkeypatch.setattr(textsim, "AGREEMENT_CHUNK", 7)
+    monkeypatch.setattr(textsim, "EXACT_CHUNK", 5)
     assert index.pairs() == want
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+    # the focused search's first filter keeps every key whose low bits match: with 2 bits, most keys pass it
+    monkeypatch.setattr(textsim, "FILTER_BITS", 2)
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
 
 
 def test_empty_bins_are_filled_from_the_next_non_empty_bin_to_the_right() -> None:
@@ -230,3 +235,43 @@ def test_words_are_hashed_once_with_blake2b_whether_cached_or_not(monkeypatch: p
         assert textsim._WORD_HASH[w] == int.from_bytes(hashlib.blake2b(w, digest_size=8).digest(), "little")
     again, offsets_again = shingle_hashes(texts)
     assert (again == first).all() and (offsets_again == offsets).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.binary(min_size=96, max_size=96), st.binary(min_size=96, max_size=96)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_equal_bytes_counts_the_equal_bytes_of_two_rows(rows: list[tuple[bytes, bytes]]) -> None:
+    # byte for byte, as the signatures' top bytes are compared; equal rows, rows differing by one bit and
+    # bytes 0x00/0x80/0xFF (the bit trick's edge cases) included
+    rows = [*rows, (rows[0][0], rows[0][0]), (rows[0][0], bytes(b ^ 1 for b in rows[0][0]))]
+    rows.append((bytes([0x00, 0x80, 0xFF, 0x7F] * 24), bytes([0x80, 0x00, 0xFF, 0xFF] * 24)))
+    a = np.frombuffer(b"".join(x for x, _ in rows), dtype=np.uint64).reshape(len(rows), 12)
+    b = np.frombuffer(b"".join(y for _, y in rows), dtype=np.uint64).reshape(len(rows), 12)
+    want = [sum(p == q for p, q in zip(x, y, strict=True)) for x, y in rows]
+    assert textsim._equal_bytes(a ^ b).tolist() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=60),
+    st.lists(st.integers(0, 2**64 - 1), max_size=10),
+    st.integers(1, 8),
+)
+def test_the_focused_filter_is_isin(keys: list[int], wanted: list[int], bits: int) -> None:
+    keys = (
+        keys + wanted[::2] + [w ^ (1 << 40) for w in wanted]
+    )  # some found, some equal in their low bits only
+    k, w = np.array(keys, dtype=np.uint64), np.array(wanted, dtype=np.uint64)
+    table = np.zeros(1 << bits, dtype=bool)
+    old = textsim.FILTER_BITS
+    try:
+        textsim.FILTER_BITS = bits
+        got = textsim._among(k, w, table)
+    finally:
+        textsim.FILTER_BITS = old
+    assert got.tolist() == np.isin(k, w).tolist() and not table.any()

@@ -131,8 +131,8 @@ MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into t
 # then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
 AGREEMENT_CHUNK = 8192
 # candidate pairs whose exact Jaccard similarity is computed at a time (`_jaccards`): ~100 shingles per pair, as
-# 8-byte keys sorted together, ~100 MB per chunk
-EXACT_CHUNK = 1 << 17
+# 8-byte keys sorted together, ~25 MB per chunk
+EXACT_CHUNK = 1 << 15
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -260,31 +260,28 @@ class NearDuplicateIndex:
         """The exact Jaccard similarity of each pair (lo[k], hi[k]) of shingle-hash sets (`similarity`, as
         float64), for all pairs at once in numpy.
 
-        The rows' distinct hashes are numbered densely (ids in hash order), so pair k's sets become the sorted
+        The rows' distinct hashes are numbered densely (ids 0..D-1), so pair k's sets become the sorted
         keys k·D + id (D distinct hashes); the keys of the `lo` sides and of the `hi` sides are each sorted as
         a whole, and one stable sort of both (a merge of two sorted runs) puts every shared shingle's two keys
         side by side. Pairs are taken EXACT_CHUNK at a time, so memory is bounded by a chunk."""
+        import pandas as pd  # its hash table numbers the hashes without sorting them
+
         rows = _unique(np.concatenate((lo, hi)))
         raw = [self.rows[r] for r in rows.tolist()]
         counts = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
-        values = np.concatenate(raw)
+        codes, uniques = pd.factorize(np.concatenate(raw))
         del raw
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        new = np.concatenate(([True], ordered[1:] != ordered[:-1]))
-        ids = np.empty(len(values), dtype=np.int64)
-        ids[order] = np.cumsum(new) - 1
-        distinct = int(new.sum())
-        del values, order, ordered, new
+        distinct = len(uniques)
+        del uniques
         # each row's distinct ids, sorted: (row position, id) sorted together, repeats dropped
-        keyed = np.repeat(np.arange(len(rows), dtype=np.int64), counts) * distinct + ids
-        del ids
+        keyed = np.repeat(np.arange(len(rows), dtype=np.int64) * distinct, counts)
+        keyed += codes
+        del codes
         keyed.sort()
         keyed = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))]
-        owner = keyed // distinct
-        ptr = np.searchsorted(owner, np.arange(len(rows) + 1))
-        flat = keyed - owner * distinct
-        del keyed, owner
+        ptr = np.searchsorted(keyed, np.arange(len(rows) + 1, dtype=np.int64) * distinct)
+        flat = (keyed % distinct).astype(np.int32 if distinct < 2**31 else np.int64)
+        del keyed
         at_lo, at_hi = np.searchsorted(rows, lo), np.searchsorted(rows, hi)
         sizes = np.diff(ptr)
         out = np.empty(len(lo), dtype=np.float64)

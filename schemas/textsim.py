@@ -263,7 +263,8 @@ class NearDuplicateIndex:
         The rows' distinct hashes are numbered densely (ids 0..D-1), so pair k's sets become the sorted
         keys k·D + id (D distinct hashes); the keys of the `lo` sides and of the `hi` sides are each sorted as
         a whole, and one stable sort of both (a merge of two sorted runs) puts every shared shingle's two keys
-        side by side. Pairs are taken EXACT_CHUNK at a time, so memory is bounded by a chunk."""
+        side by side. The rows' ids are held once (4 bytes per shingle); the keys EXACT_CHUNK pairs at a time.
+        Equal to `similarity` pair by pair (the tests restate it with Python sets of the hashes)."""
         import pandas as pd  # its hash table numbers the hashes without sorting them
 
         rows = _unique(np.concatenate((lo, hi)))
@@ -411,9 +412,8 @@ _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HIGH = np.uint64(0x8080808080808080)
 
 
-FILTER_BITS = (
-    22  # the focused search's first filter: a table of 4 M flags (4 MB), indexed by a key's low bits
-)
+# the focused search's first filter: a table of 4 M flags (4 MB), indexed by a key's low bits
+FILTER_BITS = 22
 
 
 def _among(keys: np.ndarray, wanted: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -482,10 +482,10 @@ def _agreeing(
 def _agreeing_within(
     members: np.ndarray, sig8: np.ndarray, sig32: np.ndarray, stride: int, marks: np.ndarray | None
 ) -> np.ndarray:
-    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires (`sig8` as there, compared
-    here byte by byte), compared block by block
-    of rows (each block's comparisons stay within ~4 MB): each row against the rows after it, or, with
-    `marks`, each marked row against all the others (the pairs without a marked row are not wanted)."""
+    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires (`sig8` as there, read
+    here byte by byte), compared block by block of rows (each block's comparisons stay within ~4 MB): each row
+    against the rows after it, or, with `marks`, each marked row against all the others (the pairs without a
+    marked row are not wanted)."""
     m = len(members)
     b8, s32 = sig8[members].view(np.uint8), sig32[members]
     need = MIN_AGREEMENT * WIDTH

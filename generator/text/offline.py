@@ -64,6 +64,9 @@ def weight_text(grams: int) -> str:
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
+# a case description rewritten this many times for near-duplicates gets one more detail (and its order date),
+# and one more every MORE_EVERY attempts after that (`OfflineWriter._case`)
+MORE_EVERY = 3
 
 
 @lru_cache(maxsize=65536)
@@ -492,9 +495,14 @@ class OfflineWriter(TextWriter):
         middle = []
         details = list(vocab.ISSUE_DETAILS.get(issue, [])) + voices.DETAILS_MORE.get(issue, [])
         rng.shuffle(details)
-        for detail in details[: [rng.random() < 0.5, 1, 2][me.verbosity]]:
+        # A description rewritten again and again (its near-duplicates keep coming back: a terse customer's few
+        # words on a common problem, among the hundreds of thousands of a large org) says a little more from
+        # every MORE_EVERY-th attempt on: one more detail each time, and when the order was placed. Earlier
+        # attempts draw exactly as before.
+        more = int(f.get("attempt", 0) or 0) // MORE_EVERY
+        for detail in details[: [rng.random() < 0.5, 1, 2][me.verbosity] + more]:
             middle.append(detail.format(**fill))
-        if rng.random() < me.date_rate:
+        if more or rng.random() < me.date_rate:
             if rng.random() < 0.5:
                 middle.append(rng.choice(voices.DATE_SAYS).format(**fill))
             else:

@@ -85,3 +85,27 @@ def test_product_names_compose_noun_and_modifier() -> None:
     assert (
         product_name("Yoga Mat", 61).endswith("Yoga Mat") and len(product_name("Yoga Mat", 61).split()) == 4
     )
+
+
+def test_a_description_rewritten_again_and_again_says_more() -> None:
+    # A terse customer's cases on one product and problem: the descriptions of the first attempts are drawn as
+    # before (attempt 1 and 2 keep their length), and from the MORE_EVERY-th attempt on each adds a detail and
+    # the order date, so fewer of them are near-duplicates of each other.
+    from generator.text import offline
+
+    w = OfflineWriter(seed=0)
+    terse = [k for k in range(400) if w._persona({**CASE, "customer_first": f"C{k}"}).verbosity == 0][:150]
+    assert len(terse) >= 100
+
+    def texts(attempt: int) -> list[str]:
+        reqs = [
+            TextRequest(TextKind.CASE, f"500-{k}", {**CASE, "customer_first": f"C{k}", "attempt": attempt})
+            for k in terse
+        ]
+        return [r["description"] for r in w.write_sync(TextKind.CASE, reqs)]
+
+    words = {a: sum(len(t.split()) for t in texts(a)) / len(terse) for a in (0, 1, 2, 3, 6)}
+    assert abs(words[1] - words[0]) < 4 and abs(words[2] - words[0]) < 4
+    assert words[3] > words[0] + 6 and words[6] > words[3] + 4
+    assert sum("March 4, 2023" in t for t in texts(offline.MORE_EVERY)) > 0.4 * len(terse)
+    assert len(near_duplicates(texts(6))) < len(near_duplicates(texts(0)))

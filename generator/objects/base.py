@@ -177,3 +177,19 @@ def exact_allocation(
         return out
     w = np.asarray(weights, dtype=float)
     return base + rng.multinomial(rest, w / w.sum())
+
+
+def capped_allocation(
+    rng: np.random.Generator, counts: np.ndarray, weights: np.ndarray, cap: int
+) -> np.ndarray:
+    """`counts` with every slot above `cap` lowered to it and the units taken off given to the slots below it, at
+    random in proportion to their weights, until none is above: the total is unchanged. Draws nothing (and
+    returns `counts` itself) when no slot is above `cap`. The caller checks that cap × slots holds the total."""
+    out = counts
+    excess = int(np.maximum(out - cap, 0).sum())
+    while excess:
+        out = np.minimum(out, cap)
+        w = np.where(out < cap, np.asarray(weights, dtype=float), 0.0)
+        out = out + rng.multinomial(excess, w / w.sum())
+        excess = int(np.maximum(out - cap, 0).sum())
+    return out

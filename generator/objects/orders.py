@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from generator.objects.base import BuildContext, ObjectGenerator, exact_allocation
+from generator.objects.base import BuildContext, ObjectGenerator, capped_allocation, exact_allocation
 from schemas.errors import Terminal
 
 
@@ -126,9 +126,18 @@ class OrderItemGenerator(ObjectGenerator):
                     f"OrderItem count {total} is below the Order count {len(orders)}; every order needs an item. "
                     "Raise [counts].OrderItem in the profile."
                 )
-            per = exact_allocation(rng, total, weights, 1)
-            n_products = len(ctx.frame("Product2"))
-            return np.minimum(per, n_products)
+            # no basket above the profile's bound ([bounds.OrderItem] OrderId) or the catalogue: at scale 1,000
+            # (977,000 orders) a dozen of the multinomial's draws passed 25 items
+            cap = len(ctx.frame("Product2"))
+            bound = ctx.profile.bounds.get("OrderItem", {}).get("OrderId")
+            if bound is not None:
+                cap = min(cap, int(bound[1]))
+            if total > cap * len(orders):
+                raise BuildError(
+                    f"OrderItem count {total} is above {cap} items for each of the {len(orders)} orders (the "
+                    "catalogue's size or [bounds.OrderItem] OrderId). Lower [counts].OrderItem or raise the bound."
+                )
+            return capped_allocation(rng, exact_allocation(rng, total, weights, 1), weights, cap)
 
         return ctx.plan("OrderItem.per_order", build)
 

@@ -20,7 +20,9 @@ from tests.conftest import SMALL_PROFILE, build_local
     st.integers(1, 30),
     st.integers(0, 2**32 - 1),
 )
-def test_capped_allocation_keeps_the_total_and_the_cap(counts: list[int], w: list[float], cap: int, seed: int) -> None:
+def test_capped_allocation_keeps_the_total_and_the_cap(
+    counts: list[int], w: list[float], cap: int, seed: int
+) -> None:
     c = np.array(counts)
     if c.sum() > cap * len(c):  # the caller refuses a total the slots cannot hold
         return

@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python benchmarks/bench_scale.py [--scales 1 10 100] [--dask-scale 10]
         [--dask-workers 2] [--dask-memory-limit 1GiB] [--json benchmarks/results/bench_scale.json]
+        [--keep DIR]   (keep the bundles, as DIR/s<scale>, instead of building them in a temporary folder)
         [--simulate-1000 [--shards-sample 3] [--sim-scales 10 30] [--sim-memory-limit 2GiB]
          [--baseline-json benchmarks/results/bench_scale.json]]
 
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -742,6 +744,12 @@ def main() -> None:
     ap.add_argument(
         "--simulate-1000", action="store_true", help="a simulated scale-1,000 Dask run (docstring)"
     )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="write the bundles under this folder and keep them (default: a temporary folder, removed)",
+    )
     ap.add_argument("--shards-sample", type=int, default=3, help="shards measured per object and scale")
     ap.add_argument("--sim-scales", type=float, nargs=2, default=[10.0, 30.0])
     ap.add_argument("--sim-memory-limit", default="2GiB")
@@ -766,7 +774,12 @@ def main() -> None:
     )
     print(f"machine: {machine}; profile crmarena, seed 0, offline writer")
     runs: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="orgseed-bench-scale-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="orgseed-bench-scale-"))
+        else:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            tmp = str(args.keep)
         for scale in args.scales:
             run = build(scale, Path(tmp) / f"s{scale:g}", ["--no-prefect"])
             run["runner"] = "in-process"

@@ -118,3 +118,14 @@ def test_build_command_exits_1_on_validation_errors(tmp_path: Path) -> None:
     assert "failed validation" in result.output
     assert "with --resume to continue" in " ".join(result.output.split())
     assert "integrity.cardinality" in result.output
+
+
+def test_build_command_stops_on_a_bound_no_org_of_its_counts_can_meet(tmp_path: Path) -> None:
+    impossible = FIXTURES / "profiles" / "impossible_bounds.toml"
+    out = tmp_path / "b"
+    result = runner.invoke(app, ["build", "--no-prefect", "--profile", str(impossible), "--out", str(out)])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "OrderItem count 900 is above 1 items for each of the 300 orders" in said
+    assert "[bounds.OrderItem] OrderId" in said
+    assert not out.exists()  # nothing is published

@@ -368,9 +368,16 @@ class NearDuplicateIndex:
                 s_order = order[
                     np.repeat(s_starts - np.cumsum(s_sizes) + s_sizes, s_sizes) + np.arange(len(members))
                 ]
+                s_rows = band_live[s_order]
+                # in a focused search, only the pairs with a marked row are wanted: the others are dropped here
+                # rather than sorted into the distinct candidates first
+                s_marked = None if marks is None else marks[s_rows]
                 for d in range(1, int(s_sizes.max())):
-                    k = np.flatnonzero(members[d:] == members[:-d])
-                    pending.append(_pack(band_live[s_order[k]], band_live[s_order[k + d]], stride))
+                    same = members[d:] == members[:-d]
+                    if s_marked is not None:
+                        same &= s_marked[d:] | s_marked[:-d]
+                    k = np.flatnonzero(same)
+                    pending.append(_pack(s_rows[k], s_rows[k + d], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
             waiting = sum(len(c) for c in pending)

@@ -97,6 +97,9 @@ def _dask_runner(opts: BuildOptions) -> Any:
             "threads_per_worker": 1,
             "processes": True,
             "dashboard_address": None,
+            # no dashboard, but the scheduler still serves HTTP (health, metrics): on a free port, not on 8787,
+            # which another cluster (another build) may hold, and Dask would warn about it on stderr
+            "scheduler_kwargs": {"dashboard_address": ":0"},
             "memory_limit": opts.dask_memory_limit or "auto",
         }
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -140,11 +142,18 @@ def test_build_through_prefect_is_quiet_and_identical(tmp_path: Path, small_bund
 
 
 def test_build_on_a_dask_cluster_is_quiet_and_identical(tmp_path: Path, small_bundle: Path) -> None:
-    """Shard jobs run in two Dask worker processes that rebuild their context from the bundle's work folder."""
+    """Shard jobs run in two Dask worker processes that rebuild their context from the bundle's work folder.
+    Port 8787, Dask's default for a scheduler's HTTP server, is held busy meanwhile, as another cluster would
+    hold it: the build stays quiet."""
     out = tmp_path / "dask"
-    res = orgseed(
-        "build", "--profile", str(SMALL_PROFILE), "--out", str(out), "--runner", "dask", "--shards", "2"
-    )
+    with contextlib.ExitStack() as held:
+        busy = held.enter_context(socket.socket())
+        with contextlib.suppress(OSError):  # already held by something else: busy all the same
+            busy.bind(("", 8787))
+            busy.listen()
+        res = orgseed(
+            "build", "--profile", str(SMALL_PROFILE), "--out", str(out), "--runner", "dask", "--shards", "2"
+        )
     assert res.returncode == 0, res.stderr
     assert res.stderr.strip() == ""
     mine = json.loads((out / "manifest.json").read_text())

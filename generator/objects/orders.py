@@ -135,7 +135,8 @@ class OrderItemGenerator(ObjectGenerator):
             if total > cap * len(orders):
                 raise BuildError(
                     f"OrderItem count {total} is above {cap} items for each of the {len(orders)} orders (the "
-                    "catalogue's size or [bounds.OrderItem] OrderId). Lower [counts].OrderItem or raise the bound."
+                    "catalogue's size or [bounds.OrderItem] OrderId). Lower [counts].OrderItem or raise the bound "
+                    f"in {ctx.profile.path}."
                 )
             return capped_allocation(rng, exact_allocation(rng, total, weights, 1), weights, cap)
 

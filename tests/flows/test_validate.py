@@ -128,4 +128,5 @@ def test_build_command_stops_on_a_bound_no_org_of_its_counts_can_meet(tmp_path: 
     said = " ".join(result.output.split())
     assert "OrderItem count 900 is above 1 items for each of the 300 orders" in said
     assert "[bounds.OrderItem] OrderId" in said
+    assert f"raise the bound in {impossible}" in said  # the file to edit
     assert not out.exists()  # nothing is published

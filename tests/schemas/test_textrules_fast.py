@@ -58,7 +58,11 @@ _REF_DOUBLING = re.compile(
 def _ref_bare(text: str, phrases: dict[str, str]) -> list[str]:
     def plural_or_mass(p: str) -> bool:
         last = p.lower().split()[-1]
-        return (last.endswith("s") and not last.endswith(("ss", "us", "is"))) or last in {"shipping"}
+        # the mass nouns among _PHRASES' last words ("store credit", "free shipping") take no article either
+        return (last.endswith("s") and not last.endswith(("ss", "us", "is"))) or last in {
+            "shipping",
+            "credit",
+        }
 
     wrong = sorted({p for p in phrases.values() if p.strip() and plural_or_mass(p)}, key=len, reverse=True)
     if not wrong:

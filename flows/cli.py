@@ -26,7 +26,7 @@ from flows.options import (
     Runner,
 )
 from orgs.bundle import PART_BYTES
-from schemas.errors import OrgseedError, UsageError
+from schemas.errors import OrgseedError, Terminal, UsageError
 from validators.findings import Report, ValidationFailed
 
 app = typer.Typer(
@@ -268,7 +268,7 @@ def build(
             return
         except OrgseedError as exc:
             bar.stop()
-            _staged_note(opts)
+            _staged_note(opts, resumable=not isinstance(exc, Terminal))
             fail(exc)
             return
     table = Table(title=f"orgseed bundle: {report.root}", title_justify="left")
@@ -346,15 +346,24 @@ def _stale_note(opts: Any) -> None:
     )
 
 
-def _staged_note(opts: Any) -> None:
-    """After a failed build: where what it wrote is (the old bundle, if any, is untouched)."""
+def _staged_note(opts: Any, resumable: bool = True) -> None:
+    """After a failed build: where what it wrote is (the old bundle, if any, is untouched), and how to go on.
+    After a `Terminal` error (the profile or the input must change) the same command would fail the same way,
+    so it is not suggested."""
     from orgs.bundle import STAGING_MARK, staging_path
 
     staging = staging_path(opts.output().expanduser().resolve())
     if (staging / STAGING_MARK).is_file():
+        then = (
+            "Run the same command with --resume to continue from the stages it finished."
+            if resumable
+            else "The same command would stop the same way: change what the error names, then run it again "
+            "(with --resume it continues from the stages it finished if the run, i.e. profile, seed, scale and "
+            "writer, is unchanged)."
+        )
         err.print(
             f"The unfinished build is in {staging} (its manifest, reports/ and data so far); {opts.output()} "
-            "was left as it was. Run the same command with --resume to continue from the stages it finished.",
+            f"was left as it was. {then}",
             highlight=False,
             soft_wrap=True,
         )

@@ -134,8 +134,8 @@ class OrderItemGenerator(ObjectGenerator):
                 cap = min(cap, int(bound[1]))
             if total > cap * len(orders):
                 raise BuildError(
-                    f"OrderItem count {total} is above {cap} items for each of the {len(orders)} orders (the "
-                    "catalogue's size or [bounds.OrderItem] OrderId). Lower [counts].OrderItem or raise the bound "
+                    f"OrderItem count {total} does not fit in {len(orders)} orders of at most {cap} item(s) each "
+                    f"({cap * len(orders)} in all; the cap is the catalogue's size or [bounds.OrderItem] OrderId). Lower [counts].OrderItem or raise the bound "
                     f"in {ctx.profile.path}."
                 )
             return capped_allocation(rng, exact_allocation(rng, total, weights, 1), weights, cap)

@@ -126,7 +126,10 @@ def test_build_command_stops_on_a_bound_no_org_of_its_counts_can_meet(tmp_path: 
     result = runner.invoke(app, ["build", "--no-prefect", "--profile", str(impossible), "--out", str(out)])
     assert result.exit_code == 2
     said = " ".join(result.output.split())
-    assert "OrderItem count 900 is above 1 items for each of the 300 orders" in said
+    # the fixture asks for 900 items in 300 orders of at most 1 item
+    assert "OrderItem count 900 does not fit in 300 orders of at most 1 item(s) each (300 in all" in said
     assert "[bounds.OrderItem] OrderId" in said
     assert f"raise the bound in {impossible}" in said  # the file to edit
     assert not out.exists()  # nothing is published
+    assert "The same command would stop the same way" in said  # not the bare advice to --resume
+    assert "Run the same command with --resume" not in said

@@ -188,10 +188,16 @@ def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.Da
         return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
-def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
-    """The text requests of a text shard. In the building process (its requests already made) a slice of
-    them; in a worker, made from the object's stored structured frame, for the shard's slice only where the
-    generator can (`text_request_count`), else all of them once and sliced."""
+# requests made and written at a time within a text shard, where the generator makes them per row: only these
+# and the texts written so far are held, not every request of the shard at once
+TEXT_CHUNK = 8192
+
+
+def shard_request_chunks(job: ShardJob, rc: RunContext) -> Iterator[list[TextRequest]]:
+    """The text requests of a text shard, in order, a chunk at a time. Where the generator can make a slice of
+    them (`text_request_count`), made from the object's structured frame (stored, in a worker) TEXT_CHUNK rows at
+    a time; in a worker otherwise, all of them made once and sliced; in the building process, a slice of those
+    it already made."""
     ctx = rc.build
     gen = GENERATORS[job.sobject]
     key = job.sobject + ":structured"
@@ -203,26 +209,38 @@ def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
         count = gen.text_request_count(ctx, frame)
         if count is not None:
             rows = shard_slice(count, job.shard, job.shards)
-            return gen.text_requests_for(ctx, frame, rows.start, rows.stop) if len(rows) else []
+            for lo in range(rows.start, rows.stop, TEXT_CHUNK):
+                yield gen.text_requests_for(ctx, frame, lo, min(rows.stop, lo + TEXT_CHUNK))
+            return
         if isinstance(frame, StoredFrame):
             ctx.frames[key] = frame.to_pandas()
     reqs = rc.requests_for(job.sobject)
-    return [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+    yield [reqs[i] for i in shard_slice(len(reqs), job.shard, job.shards)]
+
+
+def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
+    """All the text requests of a text shard (`shard_request_chunks`, joined)."""
+    return [r for chunk in shard_request_chunks(job, rc) for r in chunk]
 
 
 async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
-    part = shard_requests(job, rc)
-    if not part:
-        return []
+    """The texts of a shard's requests, in order, written a chunk of requests at a time (a request's text
+    depends on that request alone, so chunking changes no text)."""
     gen = GENERATORS[job.sobject]
     assert gen.text_kind is not None
-    writer = rc.writer()
-    results = await writer.write(gen.text_kind, part)
-    if len(results) != len(part):
-        raise BuildError(
-            f"The {writer.name} writer returned {len(results)} texts for {len(part)} {job.sobject} requests; "
-            "no record may be dropped."
-        )
+    results: list[dict[str, Any]] = []
+    for part in shard_request_chunks(job, rc):
+        if not part:
+            continue
+        writer = rc.writer()
+        got = await writer.write(gen.text_kind, part)
+        if len(got) != len(part):
+            raise BuildError(
+                f"The {writer.name} writer returned {len(got)} texts for {len(part)} {job.sobject} requests; "
+                "no record may be dropped."
+            )
+        results.extend(got)
+        del part, got
     return results
 
 
@@ -363,8 +381,10 @@ async def generate(
             if not shares_memory:
                 save_frame(frame, work / f"{name}.structured")
             reqs: list[TextRequest] | RequestsOnDemand
-            if not shares_memory and gen.requests_per_row:
-                # the workers make their shards' requests; this process makes only those it rewrites
+            if gen.requests_per_row:
+                # each text shard makes its own requests (in a worker, or here) and lets them go with its texts;
+                # this process makes again only those it rewrites (Case's requests were 273 MB of the 2.1 GB
+                # peak of a scale-300 generation, held through the near-duplicate rounds)
                 reqs = RequestsOnDemand(gen, ctx, frame)
             else:
                 reqs = gen.text_requests(ctx, frame)

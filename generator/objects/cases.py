@@ -340,30 +340,24 @@ class CaseGenerator(ObjectGenerator):
         issue_keys = [i.key for i in ctx.world.issues]
         issue_names = issues["Name"].tolist()
         firsts = contacts["FirstName"].tolist()
-        odates = np.datetime_as_string(orders["EffectiveDate"].to_numpy().astype("datetime64[D]")).tolist()
         lasts = contacts["LastName"].tolist()
-        prices = ctx.frame("OrderItem")["UnitPrice"].tolist()
+        # the order dates and item prices of these rows only (not lists over every order and item: requests are
+        # made a shard or a round's rows at a time)
+        order_days = orders["EffectiveDate"].to_numpy().astype("datetime64[D]")[frame["_order"].to_numpy()]
+        odates = np.datetime_as_string(order_days).tolist()
+        prices = ctx.frame("OrderItem")["UnitPrice"].to_numpy()[frame["_item"].to_numpy()].tolist()
         days_since = (
-            (
-                (
-                    frame["CreatedDate"].to_numpy().astype("datetime64[D]")
-                    - orders["EffectiveDate"].to_numpy().astype("datetime64[D]")[frame["_order"].to_numpy()]
-                )
-                / np.timedelta64(1, "D")
-            )
+            ((frame["CreatedDate"].to_numpy().astype("datetime64[D]") - order_days) / np.timedelta64(1, "D"))
             .astype(int)
             .tolist()
         )
-        items = frame["_item"].tolist()
         out = []
-        cols = [
-            frame[c].tolist() for c in ("Id", "_product", "_issue", "_customer", "_order", "_tone", "_want")
-        ]
-        for k, (rid, prod, iss, cust, order, tone, want) in enumerate(zip(*cols, strict=True)):
+        cols = [frame[c].tolist() for c in ("Id", "_product", "_issue", "_customer", "_tone", "_want")]
+        for k, (rid, prod, iss, cust, tone, want) in enumerate(zip(*cols, strict=True)):
             facts = {
                 "customer_key": str(cust),
                 "customer_last": lasts[cust],
-                "price": prices[items[k]],
+                "price": prices[k],
                 "days_since": days_since[k],
                 "product": pname[prod],
                 "noun": noun[prod],
@@ -371,7 +365,7 @@ class CaseGenerator(ObjectGenerator):
                 "issue": issue_keys[iss],
                 "issue_name": issue_names[iss],
                 "customer_first": firsts[cust],
-                "order_date": odates[order],
+                "order_date": odates[k],
                 "tone": tone,
                 "want": want,
             }

@@ -207,18 +207,96 @@ def _pack(i: np.ndarray, j: np.ndarray, stride: int) -> np.ndarray:
 
 
 class NearDuplicateIndex:
-    """Signatures of a list of texts; texts can be replaced and pairs re-queried cheaply."""
+    """Signatures of a list of texts; texts can be replaced and pairs re-queried cheaply.
+
+    Each row's distinct shingles are held numbered, not as hashes: the distinct hashes of the first texts are
+    numbered in sorted order (`_vocab`: code = position), hashes first met in replaced texts after them, in the
+    order met (`_added`). The rows' sorted distinct codes are one flat int32 array (`_codes`), a row's segment
+    at `_start[row]`, `_size[row]` long; a replaced row's new segment is appended (the old one is garbage until
+    the array is compacted). Codes stand one for one for hashes, so Jaccard similarities on codes are those on
+    hashes; the exact check (`_jaccards`) then sorts a chunk of pairs' codes, without first numbering every
+    shingle of every candidate row (which held ~300 MB beside the index for scale 300's 293,100 cases)."""
 
     def __init__(self, texts: Sequence[str | None], threshold: float = DEFAULT_THRESHOLD) -> None:
         self.threshold = threshold
         hashes, offsets = shingle_hashes(texts)
-        self.rows: list[np.ndarray] = np.split(hashes, offsets[1:-1]) if len(texts) else []
-        self._sets: dict[int, np.ndarray] = {}  # row -> its distinct shingle hashes, sorted
-        self.sig = np.zeros((len(texts), WIDTH), dtype=np.uint64)
+        n = len(texts)
+        self.sig = np.zeros((n, WIDTH), dtype=np.uint64)
         lengths = np.diff(offsets)
-        for lo in range(0, len(texts), BATCH_TEXTS):  # a row's signature depends on its shingles alone
-            hi = min(len(texts), lo + BATCH_TEXTS)
+        for lo in range(0, n, BATCH_TEXTS):  # a row's signature depends on its shingles alone
+            hi = min(n, lo + BATCH_TEXTS)
             self._sign(np.arange(lo, hi), hashes[offsets[lo] : offsets[hi]], lengths[lo:hi])
+        self._vocab = _unique(hashes)
+        self._added = np.zeros(0, dtype=np.uint64)  # code len(_vocab) + k: the k-th hash first met on replace
+        self._added_sorted = np.zeros(0, dtype=np.uint64)
+        self._added_codes = np.zeros(0, dtype=np.int64)
+        self._codes = np.zeros(0, dtype=np.int32)
+        self._start = np.zeros(n, dtype=np.int64)
+        self._size = np.zeros(n, dtype=np.int64)
+        self._garbage = 0
+        self._put(np.arange(n, dtype=np.int64), hashes, offsets)
+
+    @property
+    def _distinct_count(self) -> int:
+        """How many codes there are (the distinct hashes met so far)."""
+        return len(self._vocab) + len(self._added)
+
+    def _lookup(self, hashes: np.ndarray) -> np.ndarray:
+        """The codes of `hashes`, numbering the ones never met (after all the others, in sorted order)."""
+        codes = np.full(len(hashes), -1, dtype=np.int64)
+        for table, numbers in ((self._vocab, None), (self._added_sorted, self._added_codes)):
+            if not len(table):
+                continue
+            at = np.searchsorted(table, hashes)
+            np.minimum(at, len(table) - 1, out=at)
+            found = (codes < 0) & (table[at] == hashes)
+            codes[found] = at[found] if numbers is None else numbers[at[found]]
+        new = codes < 0
+        if new.any():
+            fresh = _unique(hashes[new])
+            numbers = self._distinct_count + np.arange(len(fresh), dtype=np.int64)
+            codes[new] = numbers[np.searchsorted(fresh, hashes[new])]
+            self._added = np.concatenate((self._added, fresh))
+            merged = np.concatenate((self._added_sorted, fresh))
+            order = np.argsort(merged, kind="stable")
+            self._added_sorted = merged[order]
+            self._added_codes = np.concatenate((self._added_codes, numbers))[order]
+            if self._distinct_count > np.iinfo(self._codes.dtype).max:
+                self._codes = self._codes.astype(np.int64)
+        return codes
+
+    def _put(self, rows: np.ndarray, hashes: np.ndarray, offsets: np.ndarray) -> None:
+        """Set `rows`' shingles (row k's hashes are hashes[offsets[k]:offsets[k + 1]]) as sorted distinct codes,
+        appended to `_codes`, BATCH_TEXTS rows at a time (memory bounded by the batch)."""
+        parts = [self._codes]
+        end = len(self._codes)
+        for lo in range(0, len(rows), BATCH_TEXTS):
+            hi = min(len(rows), lo + BATCH_TEXTS)
+            codes = self._lookup(hashes[offsets[lo] : offsets[hi]])
+            width = max(self._distinct_count, 1)
+            keyed = np.repeat(np.arange(hi - lo, dtype=np.int64) * width, np.diff(offsets[lo : hi + 1]))
+            keyed += codes
+            keyed.sort()
+            keyed = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))] if len(keyed) else keyed
+            local = keyed // width
+            sizes = np.bincount(local, minlength=hi - lo)
+            batch = rows[lo:hi]
+            self._garbage += int(self._size[batch].sum())
+            self._start[batch] = end + np.cumsum(sizes) - sizes
+            self._size[batch] = sizes
+            parts.append((keyed - local * width).astype(self._codes.dtype))
+            end += len(keyed)
+        self._codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if self._garbage > len(self._codes) // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the replaced rows' old segments from `_codes`."""
+        sizes = self._size
+        index = np.repeat(self._start - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+        self._codes = self._codes[index]
+        self._start = np.cumsum(sizes) - sizes
+        self._garbage = 0
 
     def _sign(self, rows: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> None:
         """OPH signatures of `rows`, whose shingle hashes are `hashes` in row order, `lengths` per row."""
@@ -239,59 +317,44 @@ class NearDuplicateIndex:
         sig[lengths == 0] = 0
         self.sig[rows] = sig
 
-    def shingle_set(self, row: int) -> frozenset[int]:
-        return frozenset(self._distinct(row).tolist())
+    def _row_codes(self, row: int) -> np.ndarray:
+        start = int(self._start[row])
+        return self._codes[start : start + int(self._size[row])]
 
-    def _distinct(self, row: int) -> np.ndarray:
-        got = self._sets.get(row)
-        if got is None:
-            got = self._sets[row] = _unique(self.rows[row])
-        return got
+    def shingle_set(self, row: int) -> frozenset[int]:
+        """The row's distinct shingle hashes."""
+        codes = self._row_codes(row).astype(np.int64)
+        base = len(self._vocab)
+        old = codes < base
+        hashes = np.concatenate((self._vocab[codes[old]], self._added[codes[~old] - base]))
+        return frozenset(hashes.tolist())
 
     def similarity(self, a: int, b: int) -> float:
-        """The Jaccard similarity of rows a and b's shingle sets (`jaccard` of `shingle_set`s, on sorted arrays)."""
-        sa, sb = self._distinct(a), self._distinct(b)
+        """The Jaccard similarity of rows a and b's shingle sets (`jaccard` of `shingle_set`s, on their codes)."""
+        sa, sb = self._row_codes(a), self._row_codes(b)
         if not len(sa) and not len(sb):
             return 1.0
         both = len(np.intersect1d(sa, sb, assume_unique=True))
         return both / (len(sa) + len(sb) - both)
 
     def _jaccards(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """The exact Jaccard similarity of each pair (lo[k], hi[k]) of shingle-hash sets (`similarity`, as
-        float64), for all pairs at once in numpy.
+        """The exact Jaccard similarity of each pair (lo[k], hi[k]) of shingle sets (`similarity`, as float64),
+        for all pairs at once in numpy, EXACT_CHUNK pairs at a time.
 
-        The rows' distinct hashes are numbered densely (ids 0..D-1), so pair k's sets become the sorted
-        keys k·D + id (D distinct hashes); the keys of the `lo` sides and of the `hi` sides are each sorted as
-        a whole, and one stable sort of both (a merge of two sorted runs) puts every shared shingle's two keys
-        side by side. The rows' ids are held once (4 bytes per shingle); the keys EXACT_CHUNK pairs at a time.
+        A chunk's pairs' sets become the sorted keys k·D + code (D codes in all, k the pair's place in the
+        chunk); the keys of both sides sorted together put every shared shingle's two keys side by side.
         Equal to `similarity` pair by pair (the tests restate it with Python sets of the hashes)."""
-        import pandas as pd  # its hash table numbers the hashes without sorting them
-
-        rows = _unique(np.concatenate((lo, hi)))
-        raw = [self.rows[r] for r in rows.tolist()]
-        counts = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
-        codes, uniques = pd.factorize(np.concatenate(raw))
-        del raw
-        distinct = len(uniques)
-        del uniques
-        # each row's distinct ids, sorted: (row position, id) sorted together, repeats dropped
-        keyed = np.repeat(np.arange(len(rows), dtype=np.int64) * distinct, counts)
-        keyed += codes
-        del codes
-        keyed.sort()
-        keyed = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))]
-        ptr = np.searchsorted(keyed, np.arange(len(rows) + 1, dtype=np.int64) * distinct)
-        flat = (keyed % distinct).astype(np.int32 if distinct < 2**31 else np.int64)
-        del keyed
-        at_lo, at_hi = np.searchsorted(rows, lo), np.searchsorted(rows, hi)
-        sizes = np.diff(ptr)
+        distinct = max(self._distinct_count, 1)
         out = np.empty(len(lo), dtype=np.float64)
         for c0 in range(0, len(lo), EXACT_CHUNK):
-            a, b = at_lo[c0 : c0 + EXACT_CHUNK], at_hi[c0 : c0 + EXACT_CHUNK]
+            a, b = lo[c0 : c0 + EXACT_CHUNK], hi[c0 : c0 + EXACT_CHUNK]
             pair = np.arange(len(a), dtype=np.int64)
-            la, lb = sizes[a], sizes[b]
+            la, lb = self._size[a], self._size[b]
             keys = np.concatenate(
-                (_segments(flat, ptr, a, la, pair, distinct), _segments(flat, ptr, b, lb, pair, distinct))
+                (
+                    _segments(self._codes, self._start, a, la, pair, distinct),
+                    _segments(self._codes, self._start, b, lb, pair, distinct),
+                )
             )
             keys.sort(kind="stable")
             shared = keys[1:][keys[1:] == keys[:-1]] // distinct
@@ -309,31 +372,29 @@ class NearDuplicateIndex:
         if len(set(rows)) != len(rows):
             raise ValueError("replace_many: a row is given twice")
         for lo in range(0, len(rows), BATCH_TEXTS):
-            batch, part = list(rows[lo : lo + BATCH_TEXTS]), texts[lo : lo + BATCH_TEXTS]
-            hashes, offsets = shingle_hashes(part)
-            for k, row in enumerate(batch):
-                self.rows[row] = hashes[offsets[k] : offsets[k + 1]]
-                self._sets.pop(row, None)
-            self._sign(np.array(batch, dtype=np.int64), hashes, np.diff(offsets))
+            batch = np.array(rows[lo : lo + BATCH_TEXTS], dtype=np.int64)
+            hashes, offsets = shingle_hashes(texts[lo : lo + BATCH_TEXTS])
+            self._put(batch, hashes, offsets)
+            self._sign(batch, hashes, np.diff(offsets))
 
     def pairs(self, focus: Iterable[int] | None = None) -> list[tuple[int, int, float]]:
         """Near-duplicate pairs (i < j, similarity), optionally only those involving a row in `focus`."""
-        live = np.flatnonzero(np.fromiter(map(len, self.rows), dtype=np.int64, count=len(self.rows)))
+        live = np.flatnonzero(self._size)
         if len(live) < 2:
             return []
         focus_set = None if focus is None else set(focus)
         in_focus = None if focus_set is None else np.isin(live, list(focus_set))
         marks = None
         if focus_set is not None:
-            marks = np.zeros(len(self.rows), dtype=bool)
+            marks = np.zeros(len(self._size), dtype=bool)
             marks[list(focus_set)] = True
-        stride = len(self.rows) + 1
+        stride = len(self._size) + 1
         # candidate pairs packed as lo * stride + hi; merged into the distinct ones whenever MERGE_PENDING are
         # waiting, so memory is bounded by the distinct candidates plus one batch, not by all bands' repeats
         packed = np.zeros(0, dtype=np.int64)
         pending: list[np.ndarray] = []
         waiting = 0
-        sig = self.sig if len(live) == len(self.rows) else self.sig[live]  # a copy only when rows are empty
+        sig = self.sig if len(live) == len(self._size) else self.sig[live]  # a copy only when rows are empty
         sig32, sig8 = _high_halves(self.sig)
         sig8 = _as_words(sig8)
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows

@@ -242,7 +242,11 @@ class NearDuplicateIndex:
         return len(self._vocab) + len(self._added)
 
     def _lookup(self, hashes: np.ndarray) -> np.ndarray:
-        """The codes of `hashes`, numbering the ones never met (after all the others, in sorted order)."""
+        """The codes of `hashes`, numbering the ones never met (after all the others, in sorted order). Each
+        distinct hash of the batch is searched for once (a batch's texts share most of their shingles)."""
+        import pandas as pd  # its hash table numbers the batch's hashes without sorting them
+
+        repeat, hashes = pd.factorize(hashes)
         codes = np.full(len(hashes), -1, dtype=np.int64)
         for table, numbers in ((self._vocab, None), (self._added_sorted, self._added_codes)):
             if not len(table):
@@ -263,7 +267,7 @@ class NearDuplicateIndex:
             self._added_codes = np.concatenate((self._added_codes, numbers))[order]
             if self._distinct_count > np.iinfo(self._codes.dtype).max:
                 self._codes = self._codes.astype(np.int64)
-        return codes
+        return codes[repeat]
 
     def _put(self, rows: np.ndarray, hashes: np.ndarray, offsets: np.ndarray) -> None:
         """Set `rows`' shingles (row k's hashes are hashes[offsets[k]:offsets[k + 1]]) as sorted distinct codes,

@@ -280,16 +280,19 @@ class RequestsOnDemand(Sequence[TextRequest]):
     rows it rewrites (a scale-1,000 Case holds ~1 GB of requests made all at once). Rewritten requests are
     kept (`reqs[row] = ...`)."""
 
-    def __init__(self, gen: Any, ctx: BuildContext, frame: pd.DataFrame) -> None:
+    def __init__(self, gen: Any, ctx: BuildContext, frame: pd.DataFrame, count: int | None = None) -> None:
         self.gen, self.ctx, self.frame = gen, ctx, frame
-        self.n = len(frame)
+        self.n = len(frame) if count is None else count  # `text_request_count`
         self.changed: dict[int, TextRequest] = {}
 
     def __len__(self) -> int:
         return self.n
 
     def at(self, rows: Sequence[int]) -> list[TextRequest]:
-        """The requests of `rows` (made together: one pass over the parents' columns)."""
+        """The requests of `rows` (made together: one pass over the parents' columns); only for a generator
+        that makes one request per row."""
+        if not self.gen.requests_per_row:
+            raise TypeError(f"{self.gen.sobject}: requests are made a slice at a time, not by row")
         missing = sorted({r for r in rows if r not in self.changed})
         made: dict[int, TextRequest] = {}
         if missing:
@@ -313,9 +316,12 @@ class RequestsOnDemand(Sequence[TextRequest]):
         self.changed[row] = request
 
     def __iter__(self) -> Iterator[TextRequest]:
-        step = 4096
-        for lo in range(0, self.n, step):
-            yield from self.at(range(lo, min(self.n, lo + step)))
+        for lo in range(0, self.n, TEXT_CHUNK):
+            hi = min(self.n, lo + TEXT_CHUNK)
+            if self.changed:
+                yield from self.at(range(lo, hi))
+            else:
+                yield from self.gen.text_requests_for(self.ctx, self.frame, lo, hi)
 
 
 # -- the pipeline ------------------------------------------------------------------------------------------
@@ -381,11 +387,12 @@ async def generate(
             if not shares_memory:
                 save_frame(frame, work / f"{name}.structured")
             reqs: list[TextRequest] | RequestsOnDemand
-            if gen.requests_per_row:
+            count = gen.text_request_count(ctx, frame)
+            if count is not None and (gen.requests_per_row or not gen.dedup_fields):
                 # each text shard makes its own requests (in a worker, or here) and lets them go with its texts;
                 # this process makes again only those it rewrites (Case's requests were 273 MB of the 2.1 GB
                 # peak of a scale-300 generation, held through the near-duplicate rounds)
-                reqs = RequestsOnDemand(gen, ctx, frame)
+                reqs = RequestsOnDemand(gen, ctx, frame, count)
             else:
                 reqs = gen.text_requests(ctx, frame)
                 rc.text_requests[name] = reqs

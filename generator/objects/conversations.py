@@ -200,16 +200,30 @@ class EmailMessageGenerator(ObjectGenerator):
         frame["_prev_agent"] = prev
         return frame
 
+    def _threads(
+        self, ctx: BuildContext, frame: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The cases with emails (sorted positions), each one's email count, and the emails' rows grouped by
+        case (`rows[bounds[k]:bounds[k + 1]]` are the k-th case's); worked out once per run from the object's
+        (structured) frame, whose rows keep their order once made."""
+
+        def build() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            case_col = frame["_case"].to_numpy()
+            rows = np.argsort(case_col, kind="stable")
+            cases, starts, counts = np.unique(case_col[rows], return_index=True, return_counts=True)
+            return cases, counts, np.append(starts, len(rows)), rows
+
+        return ctx.plan("EmailMessage.threads", build)
+
     def text_request_count(self, ctx: BuildContext, frame: pd.DataFrame) -> int | None:
-        return len(np.unique(frame["_case"].to_numpy()))  # one request per case with emails
+        return len(self._threads(ctx, frame)[0])  # one request per case with emails
 
     def text_requests_for(
         self, ctx: BuildContext, frame: pd.DataFrame, lo: int, hi: int
     ) -> list[TextRequest]:
         # the requests of the lo-th to hi-th cases with emails (in case order): made from those cases' emails
-        case_col = frame["_case"].to_numpy()
-        wanted = np.unique(case_col)[lo:hi]
-        return self.text_requests(ctx, frame.iloc[np.flatnonzero(np.isin(case_col, wanted))])
+        _, _, bounds, rows = self._threads(ctx, frame)
+        return self.text_requests(ctx, frame.iloc[np.sort(rows[bounds[lo] : bounds[hi]])])
 
     def text_requests(self, ctx: BuildContext, frame: pd.DataFrame) -> list[TextRequest]:
         cases = ctx.frame("Case")
@@ -291,15 +305,22 @@ class EmailMessageGenerator(ObjectGenerator):
         requests: Sequence[TextRequest],
         results: Sequence[dict[str, Any]],
     ) -> pd.DataFrame:
-        case_pos = {cid: i for i, cid in enumerate(ctx.frame("Case")["Id"])}
+        # the k-th result is the thread of the k-th case with emails (`text_requests`' order), and holds as
+        # many emails as the case has rows; the requests themselves are not needed (nor kept)
+        cases, counts, _, _ = self._threads(ctx, frame)
+        if len(results) != len(cases):
+            raise BuildError(
+                f"The writer returned {len(results)} email threads for {len(cases)} cases with emails."
+            )
         by_case: dict[int, list[dict[str, Any]]] = {}
-        for req, res in zip(requests, results, strict=True):
+        for pos, count, res in zip(cases.tolist(), counts.tolist(), results, strict=True):
             msgs = list(res["messages"])
-            if len(msgs) != len(req.facts["messages"]):
+            if len(msgs) != count:
+                case_id = take(ctx.frame("Case"), "Id", np.array([pos]))[0]
                 raise BuildError(
-                    f"The writer returned {len(msgs)} emails for case {req.key}, expected {len(req.facts['messages'])}."
+                    f"The writer returned {len(msgs)} emails for case {case_id}, expected {count}."
                 )
-            by_case[case_pos[req.key]] = msgs
+            by_case[pos] = msgs
         lands = LANDS_IN[TextKind.EMAIL_THREAD]
         columns: dict[str, list[Any]] = {name: [] for _, name in lands.values()}
         for pos, seq in zip(frame["_case"].tolist(), frame["_seq"].tolist(), strict=True):

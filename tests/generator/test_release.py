@@ -47,3 +47,38 @@ def test_reading_a_released_frame_names_the_fix() -> None:
     assert "Order" not in ctx.frames and ctx.plans == {}
     with pytest.raises(KeyError, match=r"add 'Order' to the `reads`"):
         ctx.frame("Order")
+
+
+def test_a_writer_that_drops_an_email_stops_generation_naming_the_case(tmp_path: Path) -> None:
+    # EmailMessage's texts are applied without its requests (they are made a slice at a time and let go): a
+    # thread short of one email must still stop the build, naming the case and both counts, not shift the
+    # other emails. The case and the count expected come from the request the writer was given.
+    from generator.objects import BuildError
+    from generator.text.base import TextKind
+    from generator.text.offline import OfflineWriter
+
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    rc = RunContext(tmp_path, run, make_context(run))
+    inner = OfflineWriter(0)
+    dropped: list[tuple[str, int]] = []
+
+    class DroppingWriter:
+        name = "dropping"
+
+        async def write(self, kind: TextKind, reqs: list) -> list:
+            out = await inner.write(kind, reqs)
+            if kind == TextKind.EMAIL_THREAD and out and not dropped:
+                dropped.append((reqs[0].key, len(reqs[0].facts["messages"])))
+                out[0] = {**out[0], "messages": list(out[0]["messages"])[:-1]}
+            return out
+
+        async def aclose(self) -> None:
+            return None
+
+    rc._writer = DroppingWriter()  # type: ignore[assignment]
+    with pytest.raises(BuildError) as info:
+        asyncio.run(generate(rc, LocalExecutor(), 2, lambda name, frame: None))
+    case, expected = dropped[0]
+    assert (
+        str(info.value) == f"The writer returned {expected - 1} emails for case {case}, expected {expected}."
+    )

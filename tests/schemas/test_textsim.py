@@ -162,6 +162,11 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(textsim, "EXACT_CHUNK", 5)
     assert index.pairs() == want
     assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+    # candidates checked and merged in batches of a few (both the small groups' and the many-member groups'):
+    # a pair met in several batches is kept once, the pairs are the same
+    monkeypatch.setattr(textsim, "MERGE_PENDING", 3)
+    assert index.pairs() == want
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
     # the focused search's first filter keeps every key whose low bits match: with 2 bits, most keys pass it
     monkeypatch.setattr(textsim, "FILTER_BITS", 2)
     assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]

@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import REPO, SMALL_PROFILE, build_local
 
@@ -42,3 +45,38 @@ def test_hash_randomisation_does_not_leak_into_the_data(tmp_path: Path, small_bu
         [sys.executable, "-c", code], check=True, cwd=REPO, env={"PYTHONHASHSEED": "4242", "PATH": ""}
     )
     assert _data_files(out) == _data_files(small_bundle)
+
+
+def test_a_build_that_spills_its_finished_objects_writes_the_same_bytes(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Large orgs hold each finished object as stored in the work folder, not whole (flows/build.py
+    # SPILL_RECORDS): with the threshold at 0 the small org spills every object, and its data are the same.
+    from flows import build
+    from generator import pipeline
+    from generator.frames import StoredFrame
+
+    held: list[tuple[str, str]] = []
+    real = pipeline.generate
+
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        assert kwargs["spill"] is True
+        rc = args[0]
+        progress = args[4]
+        done = progress.on_object_done if progress is not None else None
+
+        def seen(name: str, rows: int, seconds: float) -> None:
+            held.extend((n, type(f).__name__) for n, f in rc.build.frames.items() if ":" not in n)
+            if done is not None:
+                done(name, rows, seconds)
+
+        args = (*args[:4], pipeline.Progress(on_object_done=seen), *args[5:])
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "SPILL_RECORDS", 0)
+    monkeypatch.setattr(build, "generate", watched)
+    spilled = build_local(tmp_path / "spilled")
+    assert _data_files(spilled) == _data_files(small_bundle)
+    assert _manifest(spilled)["data_sha256"] == _manifest(small_bundle)["data_sha256"]
+    # the finished objects this process still held were stored ones
+    assert held and {kind for _, kind in held} == {StoredFrame.__name__}

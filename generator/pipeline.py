@@ -188,8 +188,8 @@ def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.Da
         return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
 
 
-# requests made and written at a time within a text shard, where the generator makes them per row: only these
-# and the texts written so far are held, not every request of the shard at once
+# requests made and written at a time within a text shard, where the generator makes them a slice at a time:
+# only these and the texts written so far are held, not every request of the shard at once
 TEXT_CHUNK = 8192
 
 
@@ -275,10 +275,11 @@ class LocalExecutor:
 
 
 class RequestsOnDemand(Sequence[TextRequest]):
-    """The text requests of a `requests_per_row` object, made when asked for from its structured frame: on
-    the Dask path the workers make their shards' requests, and the building process needs only those of the
-    rows it rewrites (a scale-1,000 Case holds ~1 GB of requests made all at once). Rewritten requests are
-    kept (`reqs[row] = ...`)."""
+    """The text requests of an object whose generator makes them a slice at a time (`text_request_count`),
+    made when asked for from its structured frame: the text shards make their own (`shard_request_chunks`),
+    and the building process needs only those of the rows it rewrites (a scale-1,000 Case holds ~1 GB of
+    requests made all at once), made by row (`at`, for a `requests_per_row` object), or all of them a slice
+    at a time (iteration). Rewritten requests are kept (`reqs[row] = ...`)."""
 
     def __init__(self, gen: Any, ctx: BuildContext, frame: pd.DataFrame, count: int | None = None) -> None:
         self.gen, self.ctx, self.frame = gen, ctx, frame

@@ -80,43 +80,48 @@ STAGES = ("generate", "store", "world", "validate", "tasks", "tasks.check", "fid
 
 
 class TreeSampler:
-    """RSS of a process and its descendants, sampled on a thread: (epoch seconds, bytes) pairs."""
+    """RSS of a process and its descendants, sampled on a thread: (epoch seconds, bytes of the tree, bytes of
+    the process itself) triples; the process's own share tells the building process's memory from that of its
+    helpers (the sidecar, the answer check's workers, Dask's workers)."""
 
     def __init__(self, pid: int, every: float = 0.1) -> None:
         self.root = psutil.Process(pid)
         self.every = every
-        self.samples: list[tuple[float, int]] = []
+        self.samples: list[tuple[float, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            total = 0
+            total = own = 0
             try:
                 procs = [self.root, *self.root.children(recursive=True)]
             except psutil.Error:
                 break
             for p in procs:
                 try:
-                    total += p.memory_info().rss
+                    rss = p.memory_info().rss
                 except psutil.Error:
                     continue
-            self.samples.append((time.time(), total))
+                total += rss
+                own = rss if p is self.root else own
+            self.samples.append((time.time(), total, own))
             self._stop.wait(self.every)
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
-    def peak(self, start: float | None = None, end: float | None = None) -> int:
-        """The largest sample taken between `start` and `end`; for a stage shorter than the sampling
-        interval, the first sample after it started."""
+    def peak(self, start: float | None = None, end: float | None = None, own: bool = False) -> int:
+        """The largest sample of the tree (with `own`, of the process alone) taken between `start` and `end`;
+        for a stage shorter than the sampling interval, the first sample after it started."""
+        pick = (lambda s: s[2]) if own else (lambda s: s[1])
         inside = [
-            rss for t, rss in self.samples if (start is None or t >= start) and (end is None or t <= end)
+            pick(s) for s in self.samples if (start is None or s[0] >= start) and (end is None or s[0] <= end)
         ]
         if not inside and start is not None:
-            inside = [rss for t, rss in self.samples if t >= start][:1]
+            inside = [pick(s) for s in self.samples if s[0] >= start][:1]
         return max(inside, default=0)
 
 
@@ -156,6 +161,7 @@ def build(scale: float, out: Path, extra: list[str]) -> dict[str, Any]:
             "seconds": seconds,
             "records_per_s": round(records / seconds) if seconds > 0 else None,
             "peak_mb": round(sampler.peak(start, start + seconds) / 2**20),
+            "building_peak_mb": round(sampler.peak(start, start + seconds, own=True) / 2**20),
         }
     api = (manifest.get("tasks") or {}).get("api_check") or {}
     parts = {n: len(e["parts"]) for n, e in manifest["objects"].items() if "parts" in e}
@@ -166,6 +172,7 @@ def build(scale: float, out: Path, extra: list[str]) -> dict[str, Any]:
         "wall_seconds": round(wall, 2),
         "records_per_s": round(records / wall),
         "peak_mb": round(sampler.peak() / 2**20),
+        "building_peak_mb": round(sampler.peak(own=True) / 2**20),
         "stages": stages,
         "api_check": api,
         "parts": parts,
@@ -214,20 +221,29 @@ def extrapolate(runs: list[dict[str, Any]], target: float) -> dict[str, Any] | N
     }
 
 
+def _mb(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
 def table(runs: list[dict[str, Any]], guess: dict[str, Any] | None) -> str:
+    """The figures as text. "peak MB" is the whole process tree's; "building" the building process's alone
+    (the rest: its sidecar, the answer check's workers, Dask's scheduler and workers)."""
     lines = [
-        f"{'scale':>6} {'runner':<14} {'stage':<16} {'seconds':>9} {'records/s':>11} {'peak MB':>8}",
+        f"{'scale':>6} {'runner':<14} {'stage':<16} {'seconds':>9} {'records/s':>11} {'peak MB':>8} "
+        f"{'building':>9}",
     ]
     for r in runs:
         label = r.get("runner", "in-process")
         for name, st in r["stages"].items():
             rate = f"{st['records_per_s']:,}" if st["records_per_s"] else "-"
             lines.append(
-                f"{r['scale']:>6g} {label:<14} {name:<16} {st['seconds']:>9.2f} {rate:>11} {st['peak_mb']:>8,}"
+                f"{r['scale']:>6g} {label:<14} {name:<16} {st['seconds']:>9.2f} {rate:>11} {st['peak_mb']:>8,} "
+                f"{_mb(st.get('building_peak_mb')):>9}"
             )
         lines.append(
             f"{r['scale']:>6g} {label:<14} {'whole build':<16} {r['wall_seconds']:>9.2f} "
-            f"{r['records_per_s']:>11,} {r['peak_mb']:>8,}   ({r['records']:,} records)"
+            f"{r['records_per_s']:>11,} {r['peak_mb']:>8,} {_mb(r.get('building_peak_mb')):>9}   "
+            f"({r['records']:,} records)"
         )
     if guess is not None:
         lo, hi = guess["extrapolated_from"]

@@ -394,6 +394,7 @@ async def shared_with_the_sidecar(
                     done[name] = await stage(name, fn, *args, remote=True)
                 else:
                     done[name] = await stage(name, in_thread, fn, *args)
+                    release_freed_memory()
         except BaseException:
             units.clear()  # the other process takes no more: the build fails with this error
             raise
@@ -414,6 +415,7 @@ async def shared_with_the_sidecar(
         try:
             sample = http_sample([int(g["idx"]) for g in lines])
             http = await stage("tasks.check_api/http", in_thread, check_over_http, root, sample, seconds)
+            release_freed_memory()
             await take(remote=False)
         finally:
             await settled(sidecar)

@@ -105,7 +105,8 @@ class TreeSampler:
                 except psutil.Error:
                     continue
                 total += rss
-                own = rss if p is self.root else own
+                if p is self.root:
+                    own = rss
             self.samples.append((time.time(), total, own))
             self._stop.wait(self.every)
 

@@ -96,6 +96,10 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
+_NO_PAIRS = np.zeros(0, dtype=np.int64)  # no packed pairs (read only: `_merge` makes a new array)
+_NO_PAIRS.setflags(write=False)
+
+
 def _merge(packed: np.ndarray, pending: list[np.ndarray]) -> np.ndarray:
     """`_unique` of `packed` and the `pending` arrays (emptied), sorted in place: at most twice their size
     held, not four times."""
@@ -399,7 +403,6 @@ class NearDuplicateIndex:
         # distinct candidate (at scale 300's first full search of 293,100 cases, 2.2 M agree of 14.7 M)
         packed = np.zeros(0, dtype=np.int64)
         pending: list[np.ndarray] = []
-        waiting = 0
         sig = self.sig if len(live) == len(self._size) else self.sig[live]  # a copy only when rows are empty
         sig32, sig8 = _high_halves(self.sig)
         sig8 = _as_words(sig8)
@@ -447,21 +450,15 @@ class NearDuplicateIndex:
                     pending.append(_pack(s_rows[k], s_rows[k + d], stride))
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
-            waiting = sum(len(c) for c in pending)
-            if waiting >= MERGE_PENDING:
+            if sum(len(c) for c in pending) >= MERGE_PENDING:
                 packed = _merge(packed, [_agreeing_batch(pending, stride, sig8, sig32, marks)])
-                waiting = 0
             # the many-member groups' pairs agree already: merged in the same way, a batch at a time
             if sum(len(c) for c in agreed) >= MERGE_PENDING:
-                packed = _merge(
-                    packed, [_focus_packed(_merge(np.zeros(0, dtype=np.int64), agreed), stride, marks)]
-                )
+                packed = _merge(packed, [_focus_packed(_merge(_NO_PAIRS, agreed), stride, marks)])
         if pending:
             packed = _merge(packed, [_agreeing_batch(pending, stride, sig8, sig32, marks)])
         if agreed:
-            packed = _merge(
-                packed, [_focus_packed(_merge(np.zeros(0, dtype=np.int64), agreed), stride, marks)]
-            )
+            packed = _merge(packed, [_focus_packed(_merge(_NO_PAIRS, agreed), stride, marks)])
         del pending, agreed
         lo, hi = packed // stride, packed % stride
         del packed
@@ -533,7 +530,7 @@ def _agreeing_batch(
     agree (`_agreeing`), packed and sorted. A pair's agreement depends on that pair alone, so checking batch by
     batch keeps the same pairs as checking all the distinct candidates at once (a pair met in two batches is
     checked twice)."""
-    batch = _focus_packed(_merge(np.zeros(0, dtype=np.int64), pending), stride, marks)
+    batch = _focus_packed(_merge(_NO_PAIRS, pending), stride, marks)
     lo, hi = _agreeing(batch, stride, sig8, sig32)
     return lo * stride + hi
 
@@ -542,8 +539,9 @@ def _agreeing(
     packed: np.ndarray, stride: int, sig8: np.ndarray, sig32: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The packed pairs whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values (the
-    MinHash estimate of Jaccard), as (lo, hi); unpacked a chunk at a time to bound memory. `sig8` holds the values' top bytes as 64-bit words (`_as_words`): a pair
-    whose top bytes agree on fewer is dropped first, comparing 12 words instead of 96 values."""
+    MinHash estimate of Jaccard), as (lo, hi); unpacked a chunk at a time to bound memory. `sig8` holds the
+    values' top bytes as 64-bit words (`_as_words`): a pair whose top bytes agree on fewer is dropped first,
+    comparing 12 words instead of 96 values."""
     need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
     keep = np.zeros(len(packed), dtype=bool)
     step = AGREEMENT_CHUNK

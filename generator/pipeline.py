@@ -137,6 +137,13 @@ class RunContext:
                 self._writer = make_writer(self.run, self.build.profile)
             return self._writer
 
+    def forget_memos(self) -> None:
+        """The writer's memos go (`TextWriter.forget_memos`), if a writer was made."""
+        with self._lock:
+            writer = self._writer
+        if writer is not None:
+            writer.forget_memos()
+
     async def aclose(self) -> None:
         """Release the writer (clients, threads, cache connections), if one was made."""
         writer, self._writer = self._writer, None
@@ -454,6 +461,8 @@ async def generate(
         result.timings[name] = time.perf_counter() - t0
         progress.on_object_done(name, made, result.timings[name])
     rule_fields.check_done()
+    # the writer's memos were for generation's texts: let go, they would pin the heap freed around them
+    rc.forget_memos()
     return result
 
 

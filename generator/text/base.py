@@ -153,5 +153,9 @@ class TextWriter(ABC):
         """What the manifest records about this writer."""
         return {"name": self.name}
 
+    def forget_memos(self) -> None:  # noqa: B027 - optional hook
+        """Let go of what the writer memoised only to be quicker (each memo a function of its key): called when
+        generation is done, so that what generation filled them with is not held through the stages after it."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients and flush caches."""

@@ -698,6 +698,9 @@ class LLMWriter(TextWriter):
         result: list[dict[str, Any]] = await engine.submit(self._batch(TextKind(kind), list(requests)))
         return result
 
+    def forget_memos(self) -> None:
+        self._offline.forget_memos()  # the stand-in writer's
+
     async def aclose(self) -> None:
         self.close()
 

@@ -82,3 +82,29 @@ def test_a_writer_that_drops_an_email_stops_generation_naming_the_case(tmp_path:
     assert (
         str(info.value) == f"The writer returned {expected - 1} emails for case {case}, expected {expected}."
     )
+
+
+def test_generation_lets_the_writers_memos_go(tmp_path: Path) -> None:
+    # what the writer memoised for generation's texts (a persona per customer) is not held past generation
+    from generator.text.offline import OfflineWriter
+
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    rc = RunContext(tmp_path, run, make_context(run))
+    filled: list[int] = []
+
+    def persist(name: str, frame: pd.DataFrame) -> None:
+        writer = rc.writer()
+        assert isinstance(writer, OfflineWriter)
+        filled.append(len(writer._persona_of))
+
+    asyncio.run(generate(rc, LocalExecutor(), 1, persist))
+    writer = rc.writer()
+    assert isinstance(writer, OfflineWriter)
+    assert max(filled) > 0 and writer._persona_of == {}
+
+
+def test_forgetting_memos_makes_no_writer() -> None:
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    rc = RunContext(Path("."), run, make_context(run))
+    rc.forget_memos()
+    assert rc._writer is None

@@ -45,31 +45,27 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
     }
     name_tokens = {pid: _tokens(n) for pid, n in zip(p["Id"], p["Name"], strict=True)}
     orders = data.by_id("orders")
-    order = orders.index.get_indexer(data.items["OrderId"])  # per order item: its order's position (-1: none)
+    # per order item: its order's position (-1: none) and its product
+    order, product = data.item_links()
     found = order >= 0
     # per order item: its order's AccountId (NaN without an order, as `map` gives it) and whether the order
     # is Activated
     account = np.where(found, orders["AccountId"].to_numpy()[order], np.nan)
     activated = found & (orders["Status"].to_numpy()[order] == "Activated")
-    product = data.items["Product2Id"].to_numpy()
-    bought = pd.DataFrame(
-        {
-            "account": account[activated],
-            "date": orders["EffectiveDate"].iloc[order[activated]].dt.date.to_numpy(),
-            "product": product[activated],
-        }
-    )
+    # the activated purchases: per item, its account, its order's date (day precision: `tolist` gives
+    # `datetime.date`s, 8 bytes each held rather than a date object) and its product
+    bought_accounts = account[activated]
+    bought_dates = orders["EffectiveDate"].to_numpy(dtype="datetime64[D]")[order[activated]]
     ever = pd.DataFrame({"account": account, "product": product})
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
         "name": name_tokens,
-        "bought": bought,
-        # account -> the positions in `bought` of its activated purchases, in frame order (rows without an
-        # account in none)
-        "by_account": bought.groupby("account", sort=False).indices,
-        "bought_dates": bought["date"].to_numpy(),
-        "bought_products": bought["product"].to_numpy(),
+        # account -> the positions of its activated purchases, in frame order (rows without an account in none)
+        "by_account": pd.DataFrame({"account": bought_accounts}).groupby("account", sort=False).indices,
+        "bought_accounts": bought_accounts,
+        "bought_dates": bought_dates,
+        "bought_products": product[activated],
         # account -> the positions in `ever_products` of everything it ordered, any status
         "ever_by_account": ever.groupby("account", sort=False).indices,
         "ever_products": ever["product"].to_numpy(),
@@ -117,18 +113,17 @@ def _period_phrase(rng: random.Random, period: str, count: int) -> str:
 async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWriter) -> list[dict[str, Any]]:
     """Mentions (paraphrased product names with a search term) for purchases and for false presuppositions."""
     ix = _ned_index(data)
-    bought = ix["bought"]
     world_products = pd.read_csv(data.root / "latent" / "world" / "products.csv")
     noun_of = dict(zip(data.products["Id"], world_products["noun"], strict=True))
     cat_of = dict(zip(data.products["Id"], world_products["category"], strict=True))
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     account_contact = {a: c for c, a in ix["contact_account"].items()}
     all_products = sorted(names)
-    accounts, dates, products = (bought[c].tolist() for c in ("account", "date", "product"))
+    accounts, dates, products = (ix[f"bought_{c}"].tolist() for c in ("accounts", "dates", "products"))
     drafts, requests = [], []
     for k in range(n):
         real = k % 10 < 7
-        row = rng.randrange(len(bought))
+        row = rng.randrange(len(products))
         account = accounts[row]
         # everything the contact ever ordered, any status
         mine = set(ix["ever_products"][ix["ever_by_account"][account]].tolist())

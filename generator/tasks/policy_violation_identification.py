@@ -32,7 +32,7 @@ def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
         ((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0])
     )
     item = cases.at[params["case_id"], "OrderItemId__c"]
-    ordered = data.by_id("orders").at[data.by_id("items").at[item, "OrderId"], "EffectiveDate"].date()
+    ordered = data.by_id("orders").at[data.by_id("case_items").at[item, "OrderId"], "EffectiveDate"].date()
     users = data.by_id("users")
     turns: list[tuple[str, date]] = []
     chats = _columns(data, "chats", ("OwnerId", "Body"), "StartTime")

@@ -409,3 +409,46 @@ def test_sampled_created_is_the_row_pandas_samples() -> None:
         for rows in (cases, cases.iloc[:1], cases.iloc[5:9]):
             want = rows.sample(1, random_state=seed).iloc[0]["CreatedDate"].to_pydatetime()
             assert sampled_created(rows["CreatedDate"].to_numpy(), seed, draws) == want
+
+
+def test_order_items_and_assignments_read_in_blocks_equal_the_whole_tables(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The builders read OrderItem and CaseHistory__c a block at a time, keeping what they use. Expected values
+    # come from the whole tables (read in one piece), filtered and joined here; blocks of 7 rows make every
+    # block boundary a case.
+    import generator.tasks.common as common
+
+    whole = OrgData(default_bundle)
+    items, history = whole.items, whole.frame("CaseHistory__c")
+    orders = whole.orders.set_index("Id").index
+    wanted = set(whole.frame("Case")["OrderItemId__c"].dropna())
+    monkeypatch.setattr(common, "READ_ROWS", 7)
+    data = OrgData(default_bundle)
+    pd.testing.assert_frame_equal(data.case_items, items[items["Id"].isin(wanted)].reset_index(drop=True))
+    positions, products = data.item_links()
+    assert np.array_equal(positions, orders.get_indexer(items["OrderId"]))
+    assert products.tolist() == items["Product2Id"].tolist()
+    assert (positions >= 0).all() and len(data.case_items) == len(wanted)  # every item has its order here
+    owner = history[history["Field__c"] == "Owner Assignment"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(data.assignments, owner)
+    # and never in one piece
+    assert "frame:OrderItem" not in data.cache and "frame:CaseHistory__c" not in data.cache
+
+
+def test_the_builders_never_hold_order_items_or_history_whole(
+    default_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    frame = OrgData.frame
+
+    def recording(self: OrgData, name: str) -> pd.DataFrame:
+        asked.append(name)
+        return frame(self, name)
+
+    monkeypatch.setattr(OrgData, "frame", recording)
+    root = copy_bundle(default_bundle, tmp_path / "b")
+    task_set = asyncio.run(build_tasks(root, seed=0, per_task=10))
+    assert len(task_set.instances) == 10 * len(CRMARENA_TASKS)
+    assert "Case" in asked  # the recording saw the builders' reads
+    assert "OrderItem" not in asked and "CaseHistory__c" not in asked

@@ -380,17 +380,35 @@ def _row_lines(spec: ObjectSpec, frame: pd.DataFrame) -> list[str]:
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps(v, separators=(",", ":")), made once
 
 
-def _latent_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    cols = ["Id", *[c for c in frame.columns if str(c).startswith("_")]]
-    latent = frame[cols].copy()
-    for c in latent.columns:
-        if latent[c].dtype.kind == "M":
+def _latent_kinds(frame: pd.DataFrame) -> dict[str, str]:
+    """Id and the latent ("_") columns of `frame`, each with how it is written, decided once for the whole
+    frame: "datetime", "bool", "json" (a column of lists or dicts, by its first value), or "" (as it is)."""
+    kinds = {}
+    for c in ["Id", *[c for c in frame.columns if str(c).startswith("_")]]:
+        col = frame[c]
+        if col.dtype.kind == "M":
+            kinds[c] = "datetime"
+        elif col.dtype.kind == "b":
+            kinds[c] = "bool"
+        elif col.dtype == object and len(col) and isinstance(col.iloc[0], list | dict):
+            kinds[c] = "json"
+        else:
+            kinds[c] = ""
+    return kinds
+
+
+def _latent_block(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """Rows of `frame` as latent/<Object>.csv writes them (`_latent_kinds`: the whole frame's kinds; every
+    conversion is value by value, so blocks converted apart are the whole converted at once)."""
+    latent = frame[list(kinds)].copy()
+    for c, kind in kinds.items():
+        if kind == "datetime":
             # NaT as "": the same empty cell as datetime_column's None
             fast = _fast_datetimes(latent[c], "s")
             latent[c] = datetime_column(latent[c]) if fast is None else fast
-        elif latent[c].dtype.kind == "b":
+        elif kind == "bool":
             latent[c] = bool_column(latent[c])
-        elif latent[c].dtype == object and len(latent) and isinstance(latent[c].iloc[0], list | dict):
+        elif kind == "json":
             latent[c] = [_COMPACT_JSON.encode(v) for v in latent[c]]
     return latent
 
@@ -737,10 +755,28 @@ class Bundle:
         entry = self._write_data(spec, frame, part_bytes)
         latent_entry = None
         if any(str(c).startswith("_") for c in frame.columns):
-            latent = _latent_frame(frame)
-            latent_entry = self._write_bytes(f"latent/{spec.name}.csv", _to_csv_bytes(latent))
-            latent_entry = FileEntry(latent_entry.path, latent_entry.sha256, latent_entry.bytes, len(latent))
+            latent_entry = self._write_latent(spec.name, frame)
         return entry, latent_entry
+
+    def _write_latent(self, sobject: str, frame: pd.DataFrame) -> FileEntry:
+        """latent/<Object>.csv, formatted and written WRITE_ROWS rows at a time (at scale 300 formatting
+        EmailMessage's whole latent table at once held ~500 MB, the building process's peak)."""
+        rel = f"latent/{sobject}.csv"
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        kinds = _latent_kinds(frame)
+        digest = hashlib.sha256()
+        size = 0
+        with tmp.open("wb") as fh:
+            for start in range(0, max(len(frame), 1), WRITE_ROWS):
+                lines = _csv_lines(_latent_block(frame.iloc[start : start + WRITE_ROWS], kinds))
+                block = "".join(lines if start == 0 else lines[1:]).encode("utf-8")  # the header once
+                digest.update(block)
+                size += len(block)
+                fh.write(block)
+        os.replace(tmp, path)
+        return FileEntry(rel, digest.hexdigest(), size, len(frame))
 
     def _write_data(self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int) -> FileEntry:
         sobject = spec.name

@@ -325,16 +325,21 @@ def test_written_object_is_the_reference_csv(
     assert entry.sha256 == hashlib.sha256(b"".join(lines)).hexdigest() and entry.rows == len(frame)
 
 
+_NOTES = ["a,b", 'say "hi"', "two\nlines", "", None, "plain"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.one_of(st.none(), _SECONDS), min_size=1, max_size=8),
     st.sampled_from(["s", "ms", "ns"]),
+    st.integers(1, 4),
 )
 def test_latent_datetimes_are_written_as_the_formatter_writes_them(
-    tmp_path_factory: pytest.TempPathFactory, seconds: list[int | None], unit: str
+    tmp_path_factory: pytest.TempPathFactory, seconds: list[int | None], unit: str, block_rows: int
 ) -> None:
     """A latent datetime column is written as schemas/formats.py `datetime_column` formats it (NaT empty),
-    whatever its unit, beside latent lists (compact JSON) and flags."""
+    whatever its unit, beside latent lists (compact JSON; a later None as null), flags and text needing
+    quotes; the same bytes whatever the number of rows formatted at a time (WRITE_ROWS)."""
     spec = MODEL.get("Issue__c")
     n = len(seconds)
     stamps = pd.Series(
@@ -347,22 +352,28 @@ def test_latent_datetimes_are_written_as_the_formatter_writes_them(
             "Description__c": [None] * n,
             "_when": stamps.astype(f"datetime64[{unit}]"),
             "_flag": [i % 2 == 0 for i in range(n)],
-            "_chain": [[i, "a,b"] for i in range(n)],
+            "_chain": [[i, "a,b"] if i % 3 == 0 else None if i % 3 == 1 else {"k": i} for i in range(n)],
+            "_note": [_NOTES[i % len(_NOTES)] for i in range(n)],
         }
     )
     root = tmp_path_factory.mktemp("latent")
-    Bundle(root).write_object(spec, frame)
+    with mock.patch.object(bundle_module, "WRITE_ROWS", block_rows):
+        entry = Bundle(root).write_object(spec, frame)[1]
     expected = pd.DataFrame(
         {
             "Id": frame["Id"],
             "_when": datetime_column(frame["_when"]),
             "_flag": ["true" if i % 2 == 0 else "false" for i in range(n)],
             "_chain": [json.dumps(v, separators=(",", ":")) for v in frame["_chain"]],
+            "_note": frame["_note"],
         }
     )
     out = io.StringIO()
     expected.to_csv(out, index=False, lineterminator="\n")
-    assert (root / "latent" / "Issue__c.csv").read_text(encoding="utf-8") == out.getvalue()
+    written = (root / "latent" / "Issue__c.csv").read_bytes()
+    assert written.decode("utf-8") == out.getvalue()
+    assert entry is not None and entry.rows == n and entry.bytes == len(written)
+    assert entry.sha256 == hashlib.sha256(written).hexdigest()
 
 
 def _depth_by_characters(text: str) -> int:

@@ -38,7 +38,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -735,12 +735,23 @@ class Bundle:
     # -- writing -----------------------------------------------------------------------------------------
 
     def _write_bytes(self, rel: str, data: bytes) -> FileEntry:
+        return self._write_blocks(rel, [data])
+
+    def _write_blocks(self, rel: str, blocks: Iterable[bytes]) -> FileEntry:
+        """The file at `rel`, the blocks one after the other, written atomically (via a temporary file) as
+        they come: its entry (hash and size of the whole)."""
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_bytes(data)
+        digest = hashlib.sha256()
+        size = 0
+        with tmp.open("wb") as fh:
+            for block in blocks:
+                digest.update(block)
+                size += len(block)
+                fh.write(block)
         os.replace(tmp, path)
-        return FileEntry(rel, hashlib.sha256(data).hexdigest(), len(data))
+        return FileEntry(rel, digest.hexdigest(), size)
 
     def write_object(
         self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int = PART_BYTES
@@ -761,22 +772,15 @@ class Bundle:
     def _write_latent(self, sobject: str, frame: pd.DataFrame) -> FileEntry:
         """latent/<Object>.csv, formatted and written WRITE_ROWS rows at a time (at scale 300 formatting
         EmailMessage's whole latent table at once held ~500 MB, the building process's peak)."""
-        rel = f"latent/{sobject}.csv"
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
         kinds = _latent_kinds(frame)
-        digest = hashlib.sha256()
-        size = 0
-        with tmp.open("wb") as fh:
+
+        def blocks() -> Iterator[bytes]:
             for start in range(0, max(len(frame), 1), WRITE_ROWS):
                 lines = _csv_lines(_latent_block(frame.iloc[start : start + WRITE_ROWS], kinds))
-                block = "".join(lines if start == 0 else lines[1:]).encode("utf-8")  # the header once
-                digest.update(block)
-                size += len(block)
-                fh.write(block)
-        os.replace(tmp, path)
-        return FileEntry(rel, digest.hexdigest(), size, len(frame))
+                yield "".join(lines if start == 0 else lines[1:]).encode("utf-8")  # the header once
+
+        entry = self._write_blocks(f"latent/{sobject}.csv", blocks())
+        return FileEntry(entry.path, entry.sha256, entry.bytes, len(frame))
 
     def _write_data(self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int) -> FileEntry:
         sobject = spec.name

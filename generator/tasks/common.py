@@ -278,20 +278,26 @@ class OrgData:
         self,
         name: str,
         columns: tuple[str, ...],
-        keep: Callable[[pd.DataFrame], pd.Series] | None = None,
+        keep: Callable[[pd.DataFrame], pd.Series | np.ndarray] | None = None,
+        each: Callable[[pd.DataFrame], None] | None = None,
     ) -> pd.DataFrame:
         """`columns` of `name`, typed, in record order; with `keep`, only the rows it marks (a boolean Series
         over a typed block). Read and typed a block of READ_ROWS at a time: the untyped strings of a whole
         large object and their typed copy are never held side by side (that high-water mark stayed in the
-        process after the read), and rows `keep` drops are never held at all."""
+        process after the read), and rows `keep` drops are never held at all. `each`, when given, sees every
+        typed block, before `keep`: a caller's other use of the same read."""
         spec = self.model.get(name)
         parts = []
-        for raw in self.bundle.iter_columns(name, columns, rows=READ_ROWS):
-            part = type_frame(spec, raw)
+
+        def add(part: pd.DataFrame) -> None:
+            if each is not None:
+                each(part)
             parts.append(part if keep is None else part[keep(part)])
+
+        for raw in self.bundle.iter_columns(name, columns, rows=READ_ROWS):
+            add(type_frame(spec, raw))
         if not parts:
-            part = type_frame(spec, self.bundle.read_columns(name, columns))
-            parts = [part if keep is None else part[keep(part)]]
+            add(type_frame(spec, self.bundle.read_columns(name, columns)))
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
     @cached_property
@@ -340,23 +346,22 @@ class OrgData:
     def _order_items(self) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         """`case_items` and `item_links` from one read of OrderItem, a block at a time: the table itself, the
         builders' largest (~270 MB of strings at scale 300), is never held."""
-        spec = self.model.get("OrderItem")
-        columns = READ_COLUMNS["OrderItem"]
         # an Index of the distinct ids: its hash table is built once, not once per block as `isin` builds it
         wanted = pd.Index(pd.unique(self.frame("Case")["OrderItemId__c"].dropna()))
         orders = self.by_id("orders").index
-        kept: list[pd.DataFrame] = []
         positions: list[np.ndarray] = []
         products: list[np.ndarray] = []
-        for raw in self.bundle.iter_columns("OrderItem", columns, rows=READ_ROWS):
-            part = type_frame(spec, raw)
-            kept.append(part[wanted.get_indexer(part["Id"]) >= 0])
+
+        def links(part: pd.DataFrame) -> None:
             positions.append(orders.get_indexer(part["OrderId"]))
             products.append(part["Product2Id"].to_numpy())
-        if not kept:  # no rows: the typed empty frame
-            empty = type_frame(spec, self.bundle.read_columns("OrderItem", columns))
-            return empty, np.empty(0, dtype=np.intp), np.empty(0, dtype=object)
-        frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
+
+        frame = self.read_typed(
+            "OrderItem",
+            READ_COLUMNS["OrderItem"],
+            keep=lambda part: wanted.get_indexer(part["Id"]) >= 0,
+            each=links,
+        )
         return frame, np.concatenate(positions), np.concatenate(products)
 
     orders = cached_property(lambda self: self.frame("Order"))

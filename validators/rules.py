@@ -96,6 +96,7 @@ def check_rules(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile 
         if "CaseHistory__c" in raw:
             _history(raw["CaseHistory__c"], cases, emit)
         _case_customer(raw, cases, emit)
+        _chat_customer(raw, cases, emit)
     _orders(raw, emit)
     return emit.out
 
@@ -475,6 +476,11 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
                 "about it."
             ),
         )
+
+
+def _chat_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emit) -> None:
+    """A chat is with its case's customer (apart from `_case_customer`, which reads the orders: staged
+    validation lets the orders go before it reads the chats)."""
     if "LiveChatTranscript" in raw:
         ch = _join_case(raw["LiveChatTranscript"], "CaseId", cases)
         for col in ("AccountId", "ContactId"):

@@ -230,12 +230,13 @@ def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
     return [r for chunk in shard_request_chunks(job, rc) for r in chunk]
 
 
-async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
+async def run_text_shard(job: ShardJob, rc: RunContext) -> list[Any]:
     """The texts of a shard's requests, in order, written a chunk of requests at a time (a request's text
-    depends on that request alone, so chunking changes no text)."""
+    depends on that request alone, so chunking changes no text), each chunk's kept as the object's generator
+    holds them (`held_texts`)."""
     gen = GENERATORS[job.sobject]
     assert gen.text_kind is not None
-    results: list[dict[str, Any]] = []
+    results: list[Any] = []
     for part in shard_request_chunks(job, rc):
         if not part:
             continue
@@ -246,7 +247,7 @@ async def run_text_shard(job: ShardJob, rc: RunContext) -> list[dict[str, Any]]:
                 f"The {writer.name} writer returned {len(got)} texts for {len(part)} {job.sobject} requests; "
                 "no record may be dropped."
             )
-        results.extend(got)
+        results.extend(gen.held_texts(got))
         del part, got
     return results
 
@@ -480,7 +481,7 @@ async def _regenerate_near_duplicates(
     gen: Any,
     frame: pd.DataFrame,
     reqs: list[TextRequest] | RequestsOnDemand,
-    texts: list[dict[str, Any]],
+    texts: list[Any],
 ) -> tuple[pd.DataFrame, int]:
     """Rewrite the later record of every near-duplicate pair (with an `attempt` counter) until none remain.
 
@@ -507,7 +508,7 @@ async def _regenerate_near_duplicates(
         for r, req in zip(rows, current, strict=True):
             attempts[r] = attempts.get(r, 0) + 1
             again.append(TextRequest(req.kind, req.key, {**req.facts, "attempt": attempts[r]}))
-        new = await writer.write(gen.text_kind, again)
+        new = gen.held_texts(await writer.write(gen.text_kind, again))
         for r, req, res in zip(rows, again, new, strict=True):
             reqs[r], texts[r] = req, res
         frame = gen.apply_text(ctx, frame, reqs, texts)

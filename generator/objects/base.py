@@ -131,14 +131,20 @@ class ObjectGenerator:
             return self.text_requests(ctx, frame.iloc[lo:hi])
         return self.text_requests(ctx, frame)[lo:hi]
 
+    def held_texts(self, results: list[dict[str, Any]]) -> list[Any]:
+        """The writer's results as the pipeline holds them until `apply_text` reads them: as written, unless a
+        generator keeps them more compactly (a batch at a time, as they come from the writer)."""
+        return results
+
     def apply_text(
         self,
         ctx: BuildContext,
         frame: pd.DataFrame,
         requests: Sequence[TextRequest],
-        results: Sequence[dict[str, Any]],
+        results: Sequence[Any],
     ) -> pd.DataFrame:
-        """The frame with the writer's results in their fields (`LANDS_IN`); one result per row, in order."""
+        """The frame with the writer's results (`held_texts`) in their fields (`LANDS_IN`); one result per row, in
+        order."""
         if self.text_kind is not None and self.text_kind in LANDS_IN:
             for name, values in text_columns(self.text_kind, results).items():
                 frame[name] = values

@@ -48,6 +48,9 @@ class FakeGen:
     dedup_fields = ("Description",)
     text_kind = TextKind.CASE
 
+    def held_texts(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return results
+
     def apply_text(
         self, ctx: Any, frame: pd.DataFrame, reqs: list[TextRequest], texts: list[dict[str, Any]]
     ) -> pd.DataFrame:

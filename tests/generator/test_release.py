@@ -108,3 +108,48 @@ def test_forgetting_memos_makes_no_writer() -> None:
     rc = RunContext(Path("."), run, make_context(run))
     rc.forget_memos()
     assert rc._writer is None
+
+
+def test_emails_get_the_texts_the_writer_wrote_for_their_thread(tmp_path: Path) -> None:
+    # the pipeline holds an email thread's texts compactly (`held_texts`) until it applies them: every email
+    # still gets the subject and body the writer wrote for its place in its case's thread, checked here
+    # against the writer's own results (thread key = the case's Id, message k = the email with _seq k)
+    from generator.text.base import TextKind
+    from generator.text.offline import OfflineWriter
+
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    rc = RunContext(tmp_path, run, make_context(run))
+    inner = OfflineWriter(0)
+    wrote: dict[tuple[str, int], tuple[str, str]] = {}
+
+    class RecordingWriter:
+        name = "recording"
+
+        async def write(self, kind: TextKind, reqs: list) -> list:
+            out = await inner.write(kind, reqs)
+            if kind == TextKind.EMAIL_THREAD:
+                for req, res in zip(reqs, out, strict=True):
+                    for k, msg in enumerate(res["messages"]):
+                        wrote[(req.key, k)] = (msg["subject"], msg["body"])
+            return out
+
+        def forget_memos(self) -> None:
+            inner.forget_memos()
+
+        async def aclose(self) -> None:
+            return None
+
+    emails: list[pd.DataFrame] = []
+
+    def persist(name: str, frame: pd.DataFrame) -> None:
+        if name == "EmailMessage":
+            emails.append(frame[["ParentId", "_seq", "Subject", "TextBody"]].copy())
+
+    rc._writer = RecordingWriter()  # type: ignore[assignment]
+    asyncio.run(generate(rc, LocalExecutor(), 2, persist))
+    frame = emails[0]
+    got = {
+        (parent, int(seq)): (subject, body)
+        for parent, seq, subject, body in frame.itertuples(index=False, name=None)
+    }
+    assert len(got) == len(frame) > 100 and got == wrote

@@ -517,7 +517,32 @@ def check_complete(manifest: dict[str, Any], path: Path) -> None:
         )
 
 
-WRITE_ROWS = 50_000  # rows formatted and written at a time
+WRITE_ROWS = 50_000  # rows formatted and written at a time, at most
+# ... and fewer for wide rows: a block's CSV text near WRITE_BYTES (its cells, rows and bytes are held at once:
+# 50,000 of scale 300's emails were ~100 MB above the frame), sized from the rows written so far
+WRITE_BYTES = 8 * 1024 * 1024
+FIRST_ROWS = 2048  # the first block, before any row's size is known
+
+
+def _blocks(rows: int) -> Iterator[tuple[int, int, Callable[[int], None]]]:
+    """(start, stop, wrote) for each block of `rows` rows to format and write in turn: WRITE_ROWS at most and
+    about WRITE_BYTES of text, from the mean size of the rows before it (`wrote(n)`: the block came to n bytes).
+    The blocks' sizes change no byte written: every row is formatted on its own."""
+    done = [0, 0]  # rows, bytes
+
+    def wrote(n: int) -> None:
+        done[1] += n
+
+    start = 0
+    while start < rows:
+        if done[0] == 0:
+            size = min(WRITE_ROWS, FIRST_ROWS)
+        else:
+            size = max(1, min(WRITE_ROWS, WRITE_BYTES * done[0] // max(done[1], 1)))
+        stop = min(rows, start + size)
+        yield start, stop, wrote
+        done[0] += stop - start
+        start = stop
 
 
 class _PartWriter:
@@ -760,7 +785,7 @@ class Bundle:
         the module's docstring) — and, when the frame has latent columns, latent/<Object>.csv. The data entry
         of a parted object is its logical entry, with the parts in `parts`.
 
-        Rows are formatted and written WRITE_ROWS at a time, so the CSV text of the whole object is never in
+        Rows are formatted and written a block at a time (`_blocks`), so the CSV text of the whole object is never in
         memory; the bytes are those of formatting the whole frame at once."""
         check_fields(spec, frame)  # refuses missing or unknown fields before anything is written
         entry = self._write_data(spec, frame, part_bytes)
@@ -770,14 +795,18 @@ class Bundle:
         return entry, latent_entry
 
     def _write_latent(self, sobject: str, frame: pd.DataFrame) -> FileEntry:
-        """latent/<Object>.csv, formatted and written WRITE_ROWS rows at a time (at scale 300 formatting
+        """latent/<Object>.csv, formatted and written a block of rows at a time (at scale 300 formatting
         EmailMessage's whole latent table at once held ~500 MB, the building process's peak)."""
         kinds = _latent_kinds(frame)
 
         def blocks() -> Iterator[bytes]:
-            for start in range(0, max(len(frame), 1), WRITE_ROWS):
-                lines = _csv_lines(_latent_block(frame.iloc[start : start + WRITE_ROWS], kinds))
-                yield "".join(lines if start == 0 else lines[1:]).encode("utf-8")  # the header once
+            if not len(frame):  # the header alone
+                yield "".join(_csv_lines(_latent_block(frame, kinds))).encode("utf-8")
+            for start, stop, wrote in _blocks(len(frame)):
+                lines = _csv_lines(_latent_block(frame.iloc[start:stop], kinds))
+                block = "".join(lines if start == 0 else lines[1:]).encode("utf-8")  # the header once
+                wrote(len(block))
+                yield block
 
         entry = self._write_blocks(f"latent/{sobject}.csv", blocks())
         return FileEntry(entry.path, entry.sha256, entry.bytes, len(frame))
@@ -795,9 +824,10 @@ class Bundle:
         parts = _PartWriter(self, sobject, header, part_bytes)
         whole = hashlib.sha256(header)
         total = len(header)
-        for start in range(0, len(frame), WRITE_ROWS):
-            lines = _row_lines(spec, frame.iloc[start : start + WRITE_ROWS])
+        for start, stop, wrote in _blocks(len(frame)):
+            lines = _row_lines(spec, frame.iloc[start:stop])
             block = "".join(lines).encode("utf-8")
+            wrote(len(block))
             whole.update(block)
             total += len(block)
             if not parts.add_block(block, len(lines)):  # the block ends a part: placed row by row

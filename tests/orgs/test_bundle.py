@@ -301,17 +301,29 @@ def test_row_lines_match_the_reference_formatter(case: tuple[Any, pd.DataFrame])
     assert _row_lines(spec, frame) == _csv_lines(format_frame(spec, frame))[1:]
 
 
+_WRITE_BYTES = st.sampled_from([1, 60, 250, bundle_module.WRITE_BYTES])
+
+
 @settings(max_examples=150, deadline=None)
-@given(_object_frames(), st.sampled_from([60, 300, MIN_PART_BYTES, PART_BYTES]), st.integers(1, 7))
+@given(
+    _object_frames(),
+    st.sampled_from([60, 300, MIN_PART_BYTES, PART_BYTES]),
+    st.integers(1, 7),
+    _WRITE_BYTES,
+)
 def test_written_object_is_the_reference_csv(
-    tmp_path_factory: pytest.TempPathFactory, case: Any, limit: int, block_rows: int
+    tmp_path_factory: pytest.TempPathFactory, case: Any, limit: int, block_rows: int, block_bytes: int
 ) -> None:
     """write_object writes, as one file or in parts, the bytes of the reference CSV (header, then each row as
     `_csv_lines(format_frame(...))` writes it), grouped as `split_rows` groups them, whatever the number of
-    rows formatted at a time (WRITE_ROWS) and wherever a part ends in a block of rows."""
+    rows formatted at a time (WRITE_ROWS, and fewer as WRITE_BYTES asks) and wherever a part ends in a block
+    of rows."""
     spec, frame = case
     root = tmp_path_factory.mktemp("w")
-    with mock.patch.object(bundle_module, "WRITE_ROWS", block_rows):
+    with (
+        mock.patch.object(bundle_module, "WRITE_ROWS", block_rows),
+        mock.patch.object(bundle_module, "WRITE_BYTES", block_bytes),
+    ):
         entry, _ = Bundle(root).write_object(spec, frame, limit)
     lines = [line.encode("utf-8") for line in _csv_lines(format_frame(spec, frame))]
     header, rows = lines[0], lines[1:]
@@ -333,9 +345,14 @@ _NOTES = ["a,b", 'say "hi"', "two\nlines", "", None, "plain"]
     st.lists(st.one_of(st.none(), _SECONDS), min_size=1, max_size=8),
     st.sampled_from(["s", "ms", "ns"]),
     st.integers(1, 4),
+    _WRITE_BYTES,
 )
 def test_latent_datetimes_are_written_as_the_formatter_writes_them(
-    tmp_path_factory: pytest.TempPathFactory, seconds: list[int | None], unit: str, block_rows: int
+    tmp_path_factory: pytest.TempPathFactory,
+    seconds: list[int | None],
+    unit: str,
+    block_rows: int,
+    block_bytes: int,
 ) -> None:
     """A latent datetime column is written as schemas/formats.py `datetime_column` formats it (NaT empty),
     whatever its unit, beside latent lists (compact JSON; a later None as null), flags and text needing
@@ -357,7 +374,10 @@ def test_latent_datetimes_are_written_as_the_formatter_writes_them(
         }
     )
     root = tmp_path_factory.mktemp("latent")
-    with mock.patch.object(bundle_module, "WRITE_ROWS", block_rows):
+    with (
+        mock.patch.object(bundle_module, "WRITE_ROWS", block_rows),
+        mock.patch.object(bundle_module, "WRITE_BYTES", block_bytes),
+    ):
         entry = Bundle(root).write_object(spec, frame)[1]
     expected = pd.DataFrame(
         {
@@ -421,3 +441,23 @@ def test_json_nesting_counts_no_bracket_inside_a_string() -> None:
     assert load_json_bounded(doc, "t.json")["b"] == [inner]
     with pytest.raises(BundleError, match="nested more than"):
         load_json_bounded("[" + deep + "]", "t.json")
+
+
+def test_wide_rows_are_written_in_blocks_of_about_write_bytes() -> None:
+    # rows of 1,000 bytes: a first block of FIRST_ROWS, then as many rows as fit WRITE_BYTES (8 MiB / 1,000 B
+    # = 8,388), never more than WRITE_ROWS; the blocks cover every row once, in order
+    sizes = []
+    at = 0
+    for start, stop, wrote in bundle_module._blocks(50_000):
+        assert start == at and stop > start
+        sizes.append(stop - start)
+        wrote(1000 * (stop - start))
+        at = stop
+    assert at == 50_000 and sizes[0] == 2048
+    assert set(sizes[1:-1]) == {8 * 1024 * 1024 // 1000}
+    # narrow rows (20 bytes) are written WRITE_ROWS at a time
+    sizes = []
+    for start, stop, wrote in bundle_module._blocks(120_000):
+        sizes.append(stop - start)
+        wrote(20 * (stop - start))
+    assert sizes[:3] == [2048, 50_000, 50_000] and sum(sizes) == 120_000

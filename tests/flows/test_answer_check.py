@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -190,3 +191,34 @@ def test_bare_records_of_a_refused_query_raise_the_orgs_error(default_bundle: Pa
     finally:
         org.close()
     assert caught.value.content[0]["errorCode"] == "INVALID_FIELD"  # type: ignore[attr-defined]
+
+
+def test_the_http_sample_reads_the_store_as_the_in_process_check_does(
+    small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the served org of the build's HTTP sample maps no pages of the store and keeps a small page cache (a
+    # served org's mapped pages were ~200 MB of the building process at scale 100); its outcomes are the
+    # in-process check's, over a real HTTPS socket
+    from flows.answer_check import CHECK_CACHE_KIB, check_over_http
+    from orgs.local.store import Store
+
+    opened: list[tuple[int, int]] = []  # each connection's mapped bytes and cache size, as the queries ask
+    connection = Store.connection
+
+    def recording(self: Store) -> Any:
+        conn = connection(self)
+        mapped = conn.execute("PRAGMA mmap_size").fetchone()[0]
+        cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+        opened.append((int(mapped), int(cache)))
+        return conn
+
+    monkeypatch.setattr(Store, "connection", recording)
+    lines = [json.loads(x) for x in (small_bundle / "tasks/ground_truth.jsonl").read_text().splitlines()]
+    sample = http_sample([int(g["idx"]) for g in lines])
+    seconds: dict[str, float] = {}
+    got = check_over_http(small_bundle, sample, seconds)
+    assert opened and set(opened) == {(0, -CHECK_CACHE_KIB)}
+    monkeypatch.setattr(Store, "connection", connection)
+    local = check_in_process(small_bundle)
+    assert got.idxs == sample and got.check.outcomes == {i: local.outcomes[i] for i in sample}
+    assert "http_sample" in seconds

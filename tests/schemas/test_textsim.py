@@ -308,3 +308,21 @@ def test_the_focused_filter_is_isin(keys: list[int], wanted: list[int], bits: in
     finally:
         textsim.FILTER_BITS = old
     assert got.tolist() == np.isin(k, w).tolist() and not table.any()
+
+
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_an_index_built_a_batch_at_a_time_is_the_one_built_whole(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index hashes, signs and numbers its texts BATCH_TEXTS at a time, letting each batch go once numbered:
+    # with batch boundaries everywhere (and the distinct hashes merged every few batches), every row's shingle
+    # set is its text's alone, and the signatures, codes and pairs are those of one batch holding every text.
+    texts = [*_template_corpus()[:300], None, "", "one", "two words"]
+    whole = NearDuplicateIndex(texts)
+    monkeypatch.setattr(textsim, "BATCH_TEXTS", batch)
+    monkeypatch.setattr(textsim, "MERGE_PENDING", 50)
+    batched = NearDuplicateIndex(texts)
+    assert (batched.sig == whole.sig).all() and (batched._vocab == whole._vocab).all()
+    for r, text in enumerate(texts):
+        assert batched.shingle_set(r) == set(shingle_hashes([text])[0].tolist())
+    assert batched.pairs() == whole.pairs() and len(whole.pairs()) > 0

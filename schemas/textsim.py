@@ -300,19 +300,9 @@ class NearDuplicateIndex:
                 self._codes = self._codes.astype(np.int64)
         return codes[repeat]
 
-    def _put(self, rows: np.ndarray, hashes: np.ndarray, offsets: np.ndarray) -> None:
-        """Set `rows`' shingles (row k's hashes are hashes[offsets[k]:offsets[k + 1]]) as sorted distinct codes,
-        appended to `_codes`, BATCH_TEXTS rows at a time (memory bounded by the batch)."""
-
-        def batches() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-            for lo in range(0, len(rows), BATCH_TEXTS):
-                hi = min(len(rows), lo + BATCH_TEXTS)
-                yield rows[lo:hi], hashes[offsets[lo] : offsets[hi]], np.diff(offsets[lo : hi + 1])
-
-        self._put_batches(batches())
-
     def _put_batches(self, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        """`_put` of batches of (rows, their shingles' hashes in row order, each row's count of them), in turn."""
+        """Set each batch's rows' shingles as sorted distinct codes, appended to `_codes`: batches of (rows, their
+        shingles' hashes in row order, each row's count of them), numbered in turn (memory bounded by a batch)."""
         parts = [self._codes]
         end = len(self._codes)
         for batch, hashes, lengths in batches:
@@ -414,11 +404,14 @@ class NearDuplicateIndex:
         shingles alone, so this is the same as replacing them one by one); rows must be distinct."""
         if len(set(rows)) != len(rows):
             raise ValueError("replace_many: a row is given twice")
-        for lo in range(0, len(rows), BATCH_TEXTS):
-            batch = np.array(rows[lo : lo + BATCH_TEXTS], dtype=np.int64)
-            hashes, offsets = shingle_hashes(texts[lo : lo + BATCH_TEXTS])
-            self._put(batch, hashes, offsets)
-            self._sign(batch, hashes, np.diff(offsets))
+        where = np.asarray(rows, dtype=np.int64)
+
+        def signed() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            for k, hashes, lengths in _hash_batches(texts):
+                self._sign(where[k], hashes, lengths)
+                yield where[k], hashes, lengths
+
+        self._put_batches(signed())
 
     def pairs(self, focus: Iterable[int] | None = None) -> list[tuple[int, int, float]]:
         """Near-duplicate pairs (i < j, similarity), optionally only those involving a row in `focus`."""

@@ -51,9 +51,22 @@ TASK_OPTIONS: dict[str, Any] = {
 }
 
 
+class Sealed:
+    """A task's result in a holder Prefect does not look into. Prefect links every result it returns, and each
+    item of a returned list, tuple, set or dict, to the task run's state, by `id()`, in the flow run's
+    context (`FlowRunContext.run_results`), for as long as the flow runs: a text shard returns one item per
+    record, so that index grew with the org (65,106 entries at scale 30) and pinned the heap around them. A
+    sealed result is one entry. Defined at module level: Dask pickles it back from its workers."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 @task(name="shard", **TASK_OPTIONS)
-def shard_task(job: ShardJob, rc: RunContext | None = None) -> Any:
-    return run_shard_sync(job, rc)
+def shard_task(job: ShardJob, rc: RunContext | None = None) -> Sealed:
+    return Sealed(run_shard_sync(job, rc))
 
 
 class PrefectExecutor:
@@ -73,7 +86,7 @@ class PrefectExecutor:
             )
             for j in jobs
         ]
-        return await asyncio.to_thread(lambda: [f.result() for f in futures])
+        return await asyncio.to_thread(lambda: [f.result().value for f in futures])
 
 
 @task(name="stage", **TASK_OPTIONS)

@@ -1,12 +1,13 @@
 """Scale: per build stage, time, records/s and peak memory, at scales 1, 10, 100 (and a Dask run).
 
     nice -n 10 .venv/bin/python benchmarks/bench_scale.py [--scales 1 10 100] [--dask-scale 10]
-        [--dask-workers 2] [--dask-memory-limit 1GiB] [--json benchmarks/results/bench_scale.json]
+        [--prefect-scales 100] [--dask-workers 2] [--dask-memory-limit 1GiB] [--json benchmarks/results/bench_scale.json]
         [--keep DIR]   (keep the bundles, as DIR/s<scale>, instead of building them in a temporary folder)
         [--simulate-1000 [--shards-sample 3] [--sim-scales 10 30] [--sim-memory-limit 2GiB]
          [--baseline-json benchmarks/results/bench_scale.json]]
 
-Each build is `orgseed build --scale S` in a child process (`--no-prefect`: in-process; the Dask run:
+Each build is `orgseed build --scale S` in a child process (`--no-prefect`: in-process; `--prefect-scales`:
+also with the default engine, a Prefect flow on threads, as `orgseed build` runs; the Dask run:
 `--runner dask --shards W --dask-memory-limit M`, a local cluster of W memory-limited worker processes).
 Every 0.1 s this script sums the resident set size (RSS) of the child and all its descendants (the Dask
 scheduler, nannies and workers, the answer check's worker processes) with psutil; a stage's peak memory is
@@ -750,6 +751,13 @@ def sim_table(sim: dict[str, Any]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scales", type=float, nargs="*", default=[1.0, 10.0, 100.0])
+    ap.add_argument(
+        "--prefect-scales",
+        type=float,
+        nargs="*",
+        default=[],
+        help="scales also built with the default engine (a Prefect flow on threads), as `orgseed build` runs",
+    )
     ap.add_argument("--dask-scale", type=float, default=10.0, help="0: no Dask run")
     ap.add_argument("--dask-workers", type=int, default=2)
     ap.add_argument("--dask-memory-limit", default="1GiB")
@@ -802,6 +810,15 @@ def main() -> None:
             run["runner"] = "in-process"
             runs.append(run)
             print(f"  scale {scale:g}: {run['wall_seconds']:.1f} s, peak {run['peak_mb']:,} MB", flush=True)
+        for scale in args.prefect_scales:
+            # the default engine, as `orgseed build` runs it: a Prefect flow on threads, with Prefect's
+            # temporary API server (a process of the tree, sampled with it)
+            run = build(scale, Path(tmp) / f"prefect{scale:g}", [])
+            run["runner"] = "prefect"
+            same = [r for r in runs if r["scale"] == scale and r["runner"] == "in-process"]
+            run["same_data_as_in_process"] = bool(same) and same[0]["data_sha256"] == run["data_sha256"]
+            runs.append(run)
+            print(f"  prefect scale {scale:g}: {run['wall_seconds']:.1f} s, peak {run['peak_mb']:,} MB", flush=True)
         if args.dask_scale > 0:
             extra = [
                 "--runner",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from schemas.model import load_model
 from tests.conftest import REPO, SMALL_PROFILE, build_local
 
 
@@ -73,10 +74,30 @@ def test_a_build_that_spills_its_finished_objects_writes_the_same_bytes(
         args = (*args[:4], pipeline.Progress(on_object_done=seen), *args[5:])
         return await real(*args, **kwargs)
 
+    stored: list[str] = []
+    real_save = pipeline.save_frame
+
+    def saving(frame: Any, path: Path) -> None:
+        stored.append(path.name)
+        real_save(frame, path)
+
     monkeypatch.setattr(build, "SPILL_RECORDS", 0)
     monkeypatch.setattr(build, "generate", watched)
+    monkeypatch.setattr(pipeline, "save_frame", saving)
     spilled = build_local(tmp_path / "spilled")
     assert _data_files(spilled) == _data_files(small_bundle)
     assert _manifest(spilled)["data_sha256"] == _manifest(small_bundle)["data_sha256"]
     # the finished objects this process still held were stored ones
     assert held and {kind for _, kind in held} == {StoredFrame.__name__}
+    # Stored are the objects a later generator reads, and no other: derived here from the model's generation
+    # order and what each generator reads (an object waiting for a rule field would be stored too; the small
+    # profile has none such that nothing reads).
+    model = load_model()
+    order = pipeline.generation_order(model)
+    read = {
+        n
+        for i, name in enumerate(order)
+        for n in pipeline.frames_read(model, name, order[:i]) & set(order[:i])
+    }
+    assert set(stored) == read & set(order)
+    assert {"EmailMessage", "LiveChatTranscript"} <= set(order) - read

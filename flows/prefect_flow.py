@@ -63,6 +63,11 @@ class Sealed:
     def __init__(self, value: Any) -> None:
         self.value = value
 
+    def take(self) -> Any:
+        """The value, no longer held here."""
+        value, self.value = self.value, None
+        return value
+
 
 @task(name="shard", **TASK_OPTIONS)
 def shard_task(job: ShardJob, rc: RunContext | None = None) -> Sealed:
@@ -86,7 +91,10 @@ class PrefectExecutor:
             )
             for j in jobs
         ]
-        return await asyncio.to_thread(lambda: [f.result().value for f in futures])
+        # the values are taken out of their holders here: the future `to_thread` returns the holders through
+        # stays referenced until the flow next yields to the event loop (generator/pipeline.py LocalExecutor)
+        sealed = await asyncio.to_thread(lambda: [f.result() for f in futures])
+        return [s.take() for s in sealed]
 
 
 @task(name="stage", **TASK_OPTIONS)

@@ -279,7 +279,16 @@ class LocalExecutor:
             return []
         if jobs[0].stage == "structured":
             return [run_structured_shard(j, rc) for j in jobs]
-        return list(await asyncio.gather(*(run_text_shard(j, rc) for j in jobs)))
+        # Each shard's texts come back in a box emptied here. The future `gather` returns them through stays
+        # referenced by the event loop's wake-up handle until this process next yields to the loop, which the
+        # object's text steps, near-duplicate rounds and CSV write never do: it held the texts that long.
+        boxes = await asyncio.gather(*(boxed(run_text_shard(j, rc)) for j in jobs))
+        return [box.pop() for box in boxes]
+
+
+async def boxed(work: Awaitable[T]) -> list[T]:
+    """`work`'s result in a one-item list, for a caller that takes it out (`LocalExecutor.run`)."""
+    return [await work]
 
 
 class RequestsOnDemand(Sequence[TextRequest]):

@@ -153,3 +153,37 @@ def test_emails_get_the_texts_the_writer_wrote_for_their_thread(tmp_path: Path) 
         for parent, seq, subject, body in frame.itertuples(index=False, name=None)
     }
     assert len(got) == len(frame) > 100 and got == wrote
+
+
+class _Texts(list):
+    """A shard's texts, in a list that can be watched with a weak reference."""
+
+
+def test_a_text_shards_results_go_with_the_last_reference_its_caller_drops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The building process writes an object's texts into its frame, rewrites near-duplicates and writes the
+    CSV without yielding to the event loop: whatever the executor leaves referenced (such as the future
+    `asyncio.gather` returns results through, which the loop's wake-up handle keeps until the next yield)
+    lives through all of that. Once the caller drops the results, nothing may hold them."""
+    import weakref
+
+    from generator import pipeline
+
+    async def shard(job: pipeline.ShardJob, rc: object) -> list[str]:
+        await asyncio.sleep(0)  # a writer that waits, as the LLM writer does
+        return _Texts([f"text {job.shard}.{i}" for i in range(3)])
+
+    monkeypatch.setattr(pipeline, "run_text_shard", shard)
+    run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
+    jobs = [pipeline.ShardJob("root", run, "Case", "text", s, 3) for s in range(3)]
+
+    async def caller() -> list[bool]:
+        out = await LocalExecutor().run(None, jobs)  # type: ignore[arg-type]
+        assert [list(r) for r in out] == [[f"text {s}.{i}" for i in range(3)] for s in range(3)]
+        refs = [weakref.ref(r) for r in out]
+        del out
+        # no await since: the results must be gone with the caller's reference
+        return [ref() is None for ref in refs]
+
+    assert asyncio.run(caller()) == [True, True, True]

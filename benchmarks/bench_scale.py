@@ -818,7 +818,10 @@ def main() -> None:
             same = [r for r in runs if r["scale"] == scale and r["runner"] == "in-process"]
             run["same_data_as_in_process"] = bool(same) and same[0]["data_sha256"] == run["data_sha256"]
             runs.append(run)
-            print(f"  prefect scale {scale:g}: {run['wall_seconds']:.1f} s, peak {run['peak_mb']:,} MB", flush=True)
+            print(
+                f"  prefect scale {scale:g}: {run['wall_seconds']:.1f} s, peak {run['peak_mb']:,} MB",
+                flush=True,
+            )
         if args.dask_scale > 0:
             extra = [
                 "--runner",

@@ -30,6 +30,7 @@ import hashlib
 import re
 import sys
 from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -239,7 +240,7 @@ class NearDuplicateIndex:
         # shingles alone) and held apart, the distinct hashes gathered as they come; the batches are let go
         # as `_put_batches` numbers them (held as one array beside the numbered rows, they were ~110 MB of
         # the index's build for scale 300's 293,100 cases)
-        held: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = []
+        held: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque()
         distinct = np.zeros(0, dtype=np.uint64)
         pending: list[np.ndarray] = []
         waiting = 0
@@ -260,10 +261,8 @@ class NearDuplicateIndex:
         self._garbage = 0
 
         def let_go() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-            for k, batch in enumerate(held):
-                held[k] = None
-                assert batch is not None
-                yield batch
+            while held:
+                yield held.popleft()
 
         self._put_batches(let_go())
 

@@ -9,6 +9,7 @@ Everything that can be read is still checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -153,22 +154,29 @@ def read_policies(data: BundleData) -> None:
                 )
 
 
-def read_object(data: BundleData, bundle: Bundle, spec: ObjectSpec) -> pd.DataFrame | None:
-    """data/<Object>.csv (or its parts) as `BundleData.raw` holds it; None, with a `bundle.csv` finding in
-    `data.problems` naming the file and line, when it cannot be read."""
+def read_object(
+    data: BundleData, bundle: Bundle, spec: ObjectSpec, columns: Collection[str] | None = None
+) -> pd.DataFrame | None:
+    """data/<Object>.csv (or its parts) as `BundleData.raw` holds it (only `columns`, and `_line`, if given);
+    None, with a `bundle.csv` finding in `data.problems` naming the file and line, when it cannot be read."""
     try:
-        return bundle.read_raw(spec.name, spec)
+        return bundle.read_raw(spec.name, spec, columns)
     except BundleError as exc:
-        data.problems.append(
-            finding(
-                "bundle.csv",
-                str(exc),
-                object=spec.name,
-                file=_relative(data.root, getattr(exc, "file", None)) or data.data_file(spec.name),
-                line=getattr(exc, "line", None),
-            )
-        )
+        unreadable(data, spec, exc)
         return None
+
+
+def unreadable(data: BundleData, spec: ObjectSpec, exc: BundleError) -> None:
+    """The `bundle.csv` finding in `data.problems` for `spec`'s data that `exc` says cannot be read."""
+    data.problems.append(
+        finding(
+            "bundle.csv",
+            str(exc),
+            object=spec.name,
+            file=_relative(data.root, getattr(exc, "file", None)) or data.data_file(spec.name),
+            line=getattr(exc, "line", None),
+        )
+    )
 
 
 def _relative(root: Path, file: str | None) -> str | None:

@@ -1,18 +1,22 @@
 """Validation in steps, holding only the objects a step reads: memory bounded by a few objects, not the org.
 
 `check_schema`, `check_integrity`, `check_rules` and `check_text` read every object at once. Here the same
-checks run as a fixed sequence of steps, each naming the objects it reads; an object's CSV is read when the
-first step needs it and let go after the last one, so the whole org is never in memory at once (at most
-Case with its emails and chats, or the orders with their items). Each step calls the checks' own functions
-on just the objects it names, so the findings are exactly those of the whole-org checks (the tests compare
-both on the corruption fixtures).
+checks run as a fixed sequence of steps, each naming the objects it reads; an object is read when the first
+step needs it and let go after the last one, so the whole org is never in memory at once. Each step calls the
+checks' own functions on just the objects it names, so the findings are exactly those of the whole-org checks
+(the tests compare both on the corruption fixtures).
+
+An object's first steps look at one record at a time (JSON Schema, the time span, the per-record text checks,
+and for the chats and emails the remedies their texts offer): they are block steps, fed together from one
+reading of its file, ROW_CHUNK rows at a time. What the steps after them read of the object (its ids, lookups,
+dates, and the texts the near-duplicate search compares) is all that is kept of it, so a large object's free
+text (EmailMessage's bodies) is never held whole. Every step says which columns it reads; when an object is
+first read whole, only the columns the steps from there on read are kept, and once the steps left read fewer,
+the others are let go.
 
 The sequence is ordered so that a large object's steps are contiguous: small objects first, then Case (its
 near-duplicate search, the largest step, before anything else large is read), the orders, then what reads
-Case (chats, emails, history). An object's steps that read it alone come before its lookups. A step may say
-which columns of an object it reads; once the steps left read only some columns of a held object, the others
-are let go (OrderItem is held as ids and lookups through the Case steps). The per-record checks (JSON Schema,
-text) read ROW_CHUNK rows at a time. The steps that read the objects' latent tables (the articles' and offers'
+Case (chats, emails, history). The steps that read the objects' latent tables (the articles' and offers'
 policies) come after those of the objects they read, so that a build can run the others while it still writes
 objects (`StagedRun.advance`).
 """
@@ -20,20 +24,21 @@ objects (`StagedRun.advance`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from orgs.bundle import Bundle
+from orgs.bundle import Bundle, BundleError, PackedColumn
 from schemas.gcpause import release_freed_memory
 from schemas.model import OrgModel
 from schemas.profile import Profile
 from validators import integrity, rules, schema, text
 from validators.findings import Finding
-from validators.load import BundleData, read_object
+from validators.load import BundleData, read_object, unreadable
 
 Frames = dict[str, pd.DataFrame]
 
@@ -49,14 +54,27 @@ CASE_STATE = (
 
 
 @dataclass
+class Blocks:
+    """A check that reads an object a block of rows at a time: `feed` each block in record order, then
+    `close` gives its findings (a check whose reading stopped at an unreadable row is dropped unclosed)."""
+
+    feed: Callable[[pd.DataFrame], None]
+    close: Callable[[], list[Finding]]
+
+
+@dataclass
 class Step:
     family: str  # the check family its time counts for: schema, integrity, rules, text
     needs: tuple[str, ...]
-    run: Callable[[Frames], list[Finding]]
+    run: Callable[[Frames], list[Finding]] | None
     # the only columns it reads of some of the objects it needs (the others: every column); once the steps
     # left read only some columns of an object, the others are let go
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     latent: bool = False  # it reads the objects' latent tables (latent/<Object>.csv), read with the manifest
+    # a check of `needs[0]` a block of rows at a time, started with the frames of the other objects it
+    # needs (then `run` is None): the consecutive steps of one object that read it so are fed from one
+    # reading of its file, which keeps only the columns the steps after them read
+    blocks: Callable[[Frames], Blocks] | None = None
 
 
 @dataclass
@@ -64,6 +82,8 @@ class _State:
     data: BundleData
     emit: Any = field(default_factory=rules._Emit)
     cases: pd.DataFrame | None = None
+    # what `_offers` reads of the chats' and emails' texts, worked out as they were read
+    offers: dict[str, text.MessageOffers] = field(default_factory=dict)
 
 
 def _per_object(state: _State, name: str) -> list[Step]:
@@ -71,10 +91,18 @@ def _per_object(state: _State, name: str) -> list[Step]:
     spec = model.get(name)
     profile = data.profile
 
-    def time_span(fr: Frames) -> list[Finding]:
-        if profile is not None:
-            rules._time_span(fr, model, profile, state.emit)
-        return []
+    def schema_blocks(fr: Frames) -> Blocks:
+        out: list[Finding] = []
+        return Blocks(lambda block: out.extend(schema.check_schema({name: block}, model)), lambda: out)
+
+    def time_span_blocks(fr: Frames) -> Blocks:
+        emit = rules._Emit()  # its own: a check dropped unclosed leaves no finding behind
+
+        def feed(block: pd.DataFrame) -> None:
+            if profile is not None:
+                rules._time_span({name: block}, model, profile, emit)
+
+        return Blocks(feed, lambda: emit.out)
 
     def ids(fr: Frames) -> list[Finding]:
         frame = fr.get(name)
@@ -82,10 +110,11 @@ def _per_object(state: _State, name: str) -> list[Step]:
             return []
         return [*integrity._ids(spec, frame), *integrity._unique(spec, frame)]
 
-    def texts(fr: Frames) -> list[Finding]:
-        return [*_texts_in_chunks(fr, data), *text.near_duplicates(fr)]
-
+    unique = [f.name for f in spec.fields if f.type != "id" and (f.unique or f.external_id)]
+    together = integrity.UNIQUE_TOGETHER.get(name, ((), ""))[0]
+    near = tuple(f for o, f in text.NEAR_DUPLICATE_SCOPE if o == name)
     targets = tuple(dict.fromkeys(t for f in spec.lookups for t in f.reference_to if model.has(t)))
+    lookup_fields = tuple(f.name for f in spec.lookups)
 
     def lookups(fr: Frames) -> list[Finding]:
         frame = fr.get(name)
@@ -96,62 +125,65 @@ def _per_object(state: _State, name: str) -> list[Step]:
         known = {t: set(fr[t]["Id"].dropna().tolist()) for t in targets if t in fr}
         return integrity._lookups(spec, frame, model, known)
 
-    # the steps that read the object alone first: its near-duplicate search (the largest) runs before the
-    # objects its lookups point at are read
+    # the per-record checks first, from one reading of the object's file a block at a time; then the
+    # steps that read the object whole, its near-duplicate search (the largest) before the objects its
+    # lookups point at are read
     steps = [
-        Step("schema", (name,), lambda fr: _schema_in_chunks(fr, model)),
-        Step("integrity", (name,), ids),
-        Step("rules", (name,), time_span),
-        Step("text", (name,), texts),
-        Step("integrity", (name, *targets), lookups, {t: ("Id",) for t in targets if t != name}),
+        Step("schema", (name,), None, blocks=schema_blocks),
+        Step("rules", (name,), None, blocks=time_span_blocks),
+        Step("text", (name,), None, blocks=lambda fr: _text_blocks(name, data)),
+        Step("integrity", (name,), ids, {name: _cols("Id", "_line", *unique, *together)}),
     ]
+    if near:
+        steps.append(Step("text", (name,), text.near_duplicates, {name: _cols("Id", "_line", *near)}))
+    reads: dict[str, tuple[str, ...]] = {t: ("Id",) for t in targets if t != name}
+    reads[name] = _cols("Id", "_line", *lookup_fields)
+    steps.append(Step("integrity", (name, *targets), lookups, reads))
     if profile is not None and name in profile.bounds:
         for fname, bound in profile.bounds[name].items():
             parent = spec.field(fname).reference_to[0]
-            reads = {name: (fname,), parent: ("Id", "_line")} if parent != name else {}
+            bounded: dict[str, tuple[str, ...]] = (
+                {name: (fname,), parent: ("Id", "_line")}
+                if parent != name
+                else {name: (fname, "Id", "_line")}
+            )
             steps.append(
-                Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound), reads)
+                Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound), bounded)
             )
     return steps
+
+
+def _cols(*names: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
 
 
 ROW_CHUNK = 16_384  # rows the per-record checks (JSON Schema, text) read at a time
 
 
-def _schema_in_chunks(fr: Frames, model: OrgModel) -> list[Finding]:
-    """`check_schema` a chunk of rows at a time: each record is checked on its own, so the findings are the
-    same, and the check's per-column arrays are a chunk's, not the object's (EmailMessage's text bodies at
-    scale 30: 49 MB above the frame at once)."""
-    out: list[Finding] = []
-    for name, frame in fr.items():
-        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
-            out.extend(schema.check_schema({name: frame.iloc[lo : lo + ROW_CHUNK]}, model))
-    return out
-
-
-def _texts_in_chunks(fr: Frames, data: BundleData) -> list[Finding]:
+def _text_blocks(name: str, data: BundleData) -> Blocks:
     """The per-record text checks of `check_text` (present and whole, control characters, doubled
-    determiners, articles before plurals, zero prices) a chunk of rows at a time. Each finding is about one
-    record, so the findings are the same; the checks' screening scans join a chunk's texts, not the
-    object's (EmailMessage's bodies at scale 30: ~30 MB per joined column). `_controls` reports the first
-    CONTROL_LIMIT rows of a column: the chunks' findings are cut to the first CONTROL_LIMIT per column."""
+    determiners, articles before plurals, zero prices), a block of rows at a time. Each finding is about one
+    record, so the findings are the same; the checks' screening scans join a block's texts, not the
+    object's. `_controls` reports the first CONTROL_LIMIT rows of a column: the blocks' findings are cut to
+    the first CONTROL_LIMIT per column."""
     out: list[Finding] = []
     shown: dict[tuple[str | None, str | None], int] = {}
-    for name, frame in fr.items():
-        for lo in range(0, max(len(frame), 1), ROW_CHUNK):
-            part = {name: frame.iloc[lo : lo + ROW_CHUNK]}
-            out.extend(text._presence(part, data.model))
-            for f in text._controls(part):
-                key = (f.object, f.field)
-                shown[key] = shown.get(key, 0) + 1
-                if shown[key] <= text.CONTROL_LIMIT:
-                    out.append(f)
-            with_part = replace(data, raw=part)
-            screened = text.screens(with_part)  # each column joined and screened once for the three
-            out.extend(text._doublings(part, screened))
-            out.extend(text._bare_articles(with_part, screened))
-            out.extend(text.zero_prices(part, screened))
-    return out
+
+    def feed(block: pd.DataFrame) -> None:
+        part = {name: block}
+        out.extend(text._presence(part, data.model))
+        for f in text._controls(part):
+            key = (f.object, f.field)
+            shown[key] = shown.get(key, 0) + 1
+            if shown[key] <= text.CONTROL_LIMIT:
+                out.append(f)
+        with_part = replace(data, raw=part)
+        screened = text.screens(with_part)  # each column joined and screened once for the three
+        out.extend(text._doublings(part, screened))
+        out.extend(text._bare_articles(with_part, screened))
+        out.extend(text.zero_prices(part, screened))
+
+    return Blocks(feed, lambda: out)
 
 
 def _cardinality(
@@ -208,10 +240,47 @@ def plan(state: _State) -> list[Step]:
 
     def release_cases(fr: Frames) -> list[Finding]:
         state.cases = None
+        state.offers.clear()
         return []
 
+    def message_offers(name: str) -> Callable[[Frames], Blocks]:
+        # the offers of the messages' texts, worked out as the object is read, so its frame is held without
+        # them (`_offers` returns early without the policies, the cases or the issues)
+        def start(fr: Frames) -> Blocks:
+            if data.policies is None or "Case" not in fr or "Issue__c" not in fr:
+                return Blocks(lambda block: None, list)
+            got = text.MessageOffers.start(name, data, fr["Case"], fr["Issue__c"])
+
+            def close() -> list[Finding]:
+                state.offers[name] = got
+                return []
+
+            return Blocks(got.feed, close)
+
+        return start
+
+    def offers(fr: Frames) -> list[Finding]:
+        for name in text.MESSAGES:
+            read = all(n in fr for n in (name, "Case", "Issue__c")) and data.policies is not None
+            if read and name not in state.offers:
+                raise AssertionError(f"the offers of {name}'s texts were not worked out as it was read")
+        return text._offers(replace(data, raw=fr), state.offers)
+
     for name in large:
-        steps.extend(_per_object(state, name))
+        own = _per_object(state, name)
+        if name in text.MESSAGES:
+            first_whole = next(i for i, step in enumerate(own) if step.blocks is None)
+            own.insert(
+                first_whole,
+                Step(
+                    "text",
+                    (name, "Case", "Issue__c"),
+                    None,
+                    {"Case": ("Id", "IssueId__c"), "Issue__c": ("Id", "Name")},
+                    blocks=message_offers(name),
+                ),
+            )
+        steps.extend(own)
         if name == "OrderItem":
             steps.append(
                 Step("rules", ("Pricebook2", "PricebookEntry", "Order", "OrderItem", "Product2"), orders)
@@ -253,19 +322,23 @@ def plan(state: _State) -> list[Step]:
                     {"LiveChatTranscript": ("Id", "_line", "CaseId", "AccountId", "ContactId")},
                 )
             )
-            steps.append(with_cases(name, rules._chats))
+            steps.append(
+                with_cases(
+                    name, rules._chats, ("Id", "_line", "CaseId", "StartTime", "EndTime", "ChatDuration")
+                )
+            )
         elif name == "EmailMessage":
             steps.append(with_cases(name, rules._emails, ("Id", "_line", "ParentId", "MessageDate")))
             steps.append(
                 Step(
                     "text",
                     ("Case", "Issue__c", "EmailMessage", "LiveChatTranscript"),
-                    lambda fr: text._offers(replace(data, raw=fr)),
+                    offers,
                     {
                         "Case": ("Id", "_line", "IssueId__c"),
                         "Issue__c": ("Id", "Name"),
-                        "EmailMessage": ("Id", "_line", "ParentId", "Incoming", "TextBody"),
-                        "LiveChatTranscript": ("Id", "_line", "CaseId", "Body"),
+                        "EmailMessage": ("Id", "_line", "ParentId", "Incoming"),
+                        "LiveChatTranscript": ("Id", "_line", "CaseId"),
                     },
                     latent=True,
                 )
@@ -281,16 +354,14 @@ def plan(state: _State) -> list[Step]:
     return steps
 
 
-def _columns_left(steps: list[Step]) -> list[dict[str, set[str]]]:
-    """For each step, the objects that the steps after it read only some columns of, with those columns (an
-    object some later step reads whole, or none reads, is not listed)."""
-    out: list[dict[str, set[str]]] = [{} for _ in steps]
-    wanted: dict[str, set[str] | None] = {}  # None: some later step reads every column
+def _reads_after(steps: list[Step]) -> list[dict[str, set[str] | None]]:
+    """For each step, the objects the steps after it read from their held frames, with the columns they read
+    (None: every column). A block step reads its object from the file, not from a held frame."""
+    out: list[dict[str, set[str] | None]] = [{} for _ in steps]
+    wanted: dict[str, set[str] | None] = {}
     for i in range(len(steps) - 1, -1, -1):
-        out[i] = {n: set(c) for n, c in wanted.items() if c is not None}
-        step = steps[i]
-        for name in step.needs:
-            reads = step.columns.get(name)
+        out[i] = {n: (None if c is None else set(c)) for n, c in wanted.items()}
+        for name, reads in _held_reads(steps[i]).items():
             if reads is None:
                 wanted[name] = None
             elif name not in wanted:
@@ -298,6 +369,16 @@ def _columns_left(steps: list[Step]) -> list[dict[str, set[str]]]:
             elif (have := wanted[name]) is not None:
                 have.update(reads)
     return out
+
+
+def _held_reads(step: Step) -> dict[str, set[str] | None]:
+    """The objects `step` reads from their held frames, with the columns it reads (None: every column)."""
+    held = step.needs[1:] if step.blocks is not None else step.needs
+    return {n: (set(step.columns[n]) if n in step.columns else None) for n in held}
+
+
+def _union(a: set[str] | None, b: set[str] | None) -> set[str] | None:
+    return None if a is None or b is None else a | b
 
 
 @dataclass
@@ -312,7 +393,8 @@ class StagedRun:
     first ones early (`advance`), each once the objects it reads are written, while the building process
     still generates the others, and the rest later (`finish`). Either way the steps, the objects each reads
     and the findings are the same. A step that reads the objects' latent tables (`Step.latent`) waits for
-    `finish`, which reads them with the manifest; so do the steps after it."""
+    `finish`, which reads them with the manifest; so do the steps after it. The consecutive block steps of
+    an object run together, from one reading of its file."""
 
     def __init__(self, data: BundleData, bundle: Bundle) -> None:
         self.data, self.bundle = data, bundle
@@ -322,7 +404,7 @@ class StagedRun:
         for i, step in enumerate(self.steps):
             for name in step.needs:
                 self.last[name] = i
-        self.keep = _columns_left(self.steps)
+        self.after = _reads_after(self.steps)
         self.frames: Frames = {}
         self.attempted: set[str] = set()
         self.objects: dict[str, int] = {}
@@ -336,12 +418,15 @@ class StagedRun:
         return set(self.attempted)
 
     def advance(self, written: AbstractSet[str]) -> bool:
-        """Run the next step if it reads only objects in `written` (whose files are complete) and no latent
-        table; whether it ran."""
+        """Run the next step (with the block steps after it that read the same object) if it reads only
+        objects in `written` (whose files are complete) and no latent table; whether it ran."""
         if self.done >= len(self.steps):
             return False
-        step = self.steps[self.done]
-        if step.latent or not all(n in written or not self.data.model.has(n) for n in step.needs):
+        group = self.steps[self.done : self._group_end(self.done)]
+        needs = {n for step in group for n in step.needs}
+        if any(step.latent for step in group) or not all(
+            n in written or not self.data.model.has(n) for n in needs
+        ):
             return False
         self._run(self.done)
         return True
@@ -355,7 +440,7 @@ class StagedRun:
         for spec in data.model:
             if spec.name not in self.attempted:
                 self.attempted.add(spec.name)
-                frame = read_object(data, bundle, spec)
+                frame = read_object(data, bundle, spec, columns=())
                 if frame is not None:
                     self.objects[spec.name] = len(frame)
         self.findings.extend(self.state.emit.out)
@@ -365,32 +450,135 @@ class StagedRun:
             timings={k: round(v, 4) for k, v in self.timings.items()},
         )
 
-    def _run(self, i: int) -> None:
-        data, frames, step = self.data, self.frames, self.steps[i]
-        for name in step.needs:
-            if name not in self.attempted and data.model.has(name):
-                self.attempted.add(name)
-                t = time.perf_counter()
-                frame = read_object(data, self.bundle, data.model.get(name))
-                self.timings["load"] += time.perf_counter() - t
-                if frame is not None:
-                    frames[name] = frame
-                    self.objects[name] = len(frame)
+    def _group_end(self, i: int) -> int:
+        """The step after step `i` and the block steps right after it reading the same object (i + 1 when
+        step `i` is not a block step)."""
+        step = self.steps[i]
+        j = i + 1
+        if step.blocks is not None:
+            while (
+                j < len(self.steps)
+                and self.steps[j].blocks is not None
+                and self.steps[j].needs[0] == step.needs[0]
+            ):
+                j += 1
+        return j
+
+    def _load(self, name: str, i: int) -> None:
+        """Read `name` for step `i` if no step read it yet: only the columns step `i` and the steps after it
+        read from its held frame."""
+        data = self.data
+        if name in self.attempted or not data.model.has(name):
+            return
+        self.attempted.add(name)
+        reads = _union(_held_reads(self.steps[i]).get(name, set()), self.after[i].get(name, set()))
         t = time.perf_counter()
-        self.findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
-        self.timings[step.family] += time.perf_counter() - t
-        done = [n for n in frames if self.last.get(n, -1) <= i]
+        frame = read_object(data, self.bundle, data.model.get(name), None if reads is None else sorted(reads))
+        self.timings["load"] += time.perf_counter() - t
+        if frame is not None:
+            self.frames[name] = frame
+            self.objects[name] = len(frame)
+
+    def _run(self, i: int) -> None:
+        frames, step = self.frames, self.steps[i]
+        end = self._group_end(i)
+        if step.blocks is not None:
+            for k in range(i, end):
+                for name in self.steps[k].needs[1:]:
+                    self._load(name, k)
+            self._run_blocks(i, end)
+        else:
+            assert step.run is not None
+            for name in step.needs:
+                self._load(name, i)
+            t = time.perf_counter()
+            self.findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
+            self.timings[step.family] += time.perf_counter() - t
+        last = end - 1
+        done = [n for n in frames if self.last.get(n, -1) <= last]
         for name in done:
             del frames[name]
         narrowed = []
-        for name, columns in self.keep[i].items():
+        for name, columns in self.after[last].items():
             frame = frames.get(name)
-            if frame is not None and len(columns) < len(frame.columns):
+            if frame is not None and columns is not None and len(columns) < len(frame.columns):
                 frames[name] = frame[[c for c in frame.columns if c in columns]]
                 narrowed.append(name)
-        if any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed)):
+        if any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed, *step.needs[:1])):
             release_freed_memory()
-        self.done = i + 1
+        self.done = end
+
+    def _run_blocks(self, i: int, end: int) -> None:
+        """Steps `i` to `end` (block steps of one object): one reading of its file, a block of ROW_CHUNK rows
+        at a time, fed to each; the columns the steps after them read are kept as its held frame when no
+        step read it before. A held frame with every column is read from, not the file."""
+        data, frames = self.data, self.frames
+        name = self.steps[i].needs[0]
+        if not data.model.has(name) or (name in self.attempted and name not in frames):
+            return  # unreadable: a check that needs it finds nothing, as when the whole org is read
+        spec = data.model.get(name)
+        group = self.steps[i:end]
+        checks = []
+        for step in group:
+            assert step.blocks is not None
+            checks.append(step.blocks({n: frames[n] for n in step.needs[1:] if n in frames}))
+        held = frames.get(name)
+        keep: set[str] | None = set()
+        if name not in self.attempted:
+            self.attempted.add(name)
+            keep = self.after[end - 1].get(name, set())
+        if held is not None and len(held.columns) == len(spec.field_names) + 1:
+            blocks: Iterator[pd.DataFrame] = (
+                held.iloc[lo : lo + ROW_CHUNK] for lo in range(0, len(held), ROW_CHUNK)
+            )
+        else:
+            blocks = self.bundle.iter_raw(name, spec, rows=ROW_CHUNK, compact=())
+        kept: dict[str, PackedColumn] = {}
+        lines: list[np.ndarray] = []
+        rows = 0
+        t = time.perf_counter()
+        try:
+            for block in blocks:
+                self.timings["load"] += time.perf_counter() - t
+                rows += len(block)
+                for step, check in zip(group, checks, strict=True):
+                    t = time.perf_counter()
+                    check.feed(block)
+                    self.timings[step.family] += time.perf_counter() - t
+                if keep != set():
+                    for c in block.columns if keep is None else [c for c in block.columns if c in keep]:
+                        if c == "_line":
+                            lines.append(block[c].to_numpy())
+                        else:
+                            kept.setdefault(c, PackedColumn()).add(block[c].tolist())
+                t = time.perf_counter()
+            self.timings["load"] += time.perf_counter() - t
+        except BundleError as exc:
+            unreadable(data, spec, exc)
+            return
+        for step, check in zip(group, checks, strict=True):
+            t = time.perf_counter()
+            self.findings.extend(check.close())
+            self.timings[step.family] += time.perf_counter() - t
+        if held is None:
+            self.objects[name] = rows
+            if keep != set():
+                if rows:
+                    frames[name] = _frame(kept, lines)
+                else:  # no block: the header gives the columns
+                    got = read_object(data, self.bundle, spec, None if keep is None else sorted(keep))
+                    if got is not None:
+                        frames[name] = got
+
+
+def _frame(columns: dict[str, PackedColumn], lines: list[np.ndarray]) -> pd.DataFrame:
+    """A frame of the packed columns (object columns, as `read_raw` makes them: pandas would infer a string
+    dtype, with NaN for None), each made and let go in turn, and the lines (`_line`, the last column)."""
+    frame = pd.DataFrame({c: columns.pop(c).array() for c in list(columns)}, dtype=object)
+    if lines:
+        frame["_line"] = np.concatenate(lines)
+        lines.clear()
+    return frame
 
 
 def run_checks(data: BundleData, bundle: Bundle) -> Outcome:

@@ -27,12 +27,15 @@ so a text the writer accepted cannot fail here.
 from __future__ import annotations
 
 import re
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from schemas import textsim
@@ -504,8 +507,9 @@ class _Message:
     id: str
     line: int
     channel: str  # chat | email
-    body: str  # the text as written: an email's body, a chat's whole transcript
+    body: str  # the text as written: an email's body, a chat's whole transcript ("" when `offers` is known)
     offer: bool  # latent: the message meant to carry the offer (emails), or the chat
+    offers: list[str] | None = None  # the remedies it offers, when worked out as the object was read
 
     @property
     def text(self) -> str:
@@ -522,7 +526,80 @@ def _policy_text(policy: dict[str, int], phrases: dict[str, str]) -> str:
     return ", ".join(f"{phrases.get(r, r)} ({w} days)" for r, w in policy.items()) or "nothing"
 
 
-def _offers(data: BundleData) -> list[Finding]:
+# the agent-written messages of a case: object → (the column naming the case, the text's column, the
+# channel); an email is the agent's when it is not incoming
+MESSAGES = {
+    "LiveChatTranscript": ("CaseId", "Body", "chat"),
+    "EmailMessage": ("ParentId", "TextBody", "email"),
+}
+
+
+@dataclass
+class MessageOffers:
+    """What `_offers` reads of a message object's texts (the chats' transcripts, the emails' bodies), worked
+    out a block of rows at a time as the object is read (`feed`), so the texts need not be held: by record
+    position, the remedies each agent-written message of a case offers (`offered` of the agent's words, for
+    its case's issue name), when it offers some, and the ones without a text (which `_offers` does not
+    count as messages). The positions are kept in arrays, not as objects: a few objects kept from every
+    block, among the many let go, would pin the memory of those let go."""
+
+    sobject: str
+    phrases: dict[str, str]
+    case_issue: dict[str, str | None]  # case id → its issue's name
+    positions: array[int] = dc_field(default_factory=lambda: array("q"))  # of the messages offering some
+    codes: array[int] = dc_field(default_factory=lambda: array("q"))  # index into `kinds`, per position
+    kinds: list[list[str]] = dc_field(default_factory=list)  # the distinct lists of remedies offered
+    textless: array[int] = dc_field(default_factory=lambda: array("q"))
+    rows: int = 0
+
+    @classmethod
+    def start(
+        cls, sobject: str, data: BundleData, cases: pd.DataFrame, issues: pd.DataFrame
+    ) -> MessageOffers:
+        phrases, _ = _phrases(data)
+        names = dict(zip(issues["Id"].tolist(), issues["Name"].tolist(), strict=True))
+        case_issue = {
+            cid: names.get(issue)
+            for cid, issue in zip(cases["Id"].tolist(), cases["IssueId__c"].tolist(), strict=True)
+        }
+        return cls(sobject, phrases, case_issue)
+
+    def feed(self, block: pd.DataFrame) -> None:
+        case_column, text_column, channel = MESSAGES[self.sobject]
+        first = self.rows
+        self.rows += len(block)
+        rows = (
+            np.flatnonzero((block["Incoming"] == "false").to_numpy()).tolist()
+            if channel == "email"
+            else range(len(block))
+        )
+        cases, texts = block[case_column].to_numpy(), block[text_column].to_numpy()
+        seen = {tuple(k): n for n, k in enumerate(self.kinds)}
+        for pos in rows:
+            case, body = cases[pos], texts[pos]
+            if not isinstance(case, str) or case not in self.case_issue:
+                continue  # not a message of any case `_offers` looks at
+            if not isinstance(body, str):
+                self.textless.append(first + pos)
+                continue
+            got = offered(
+                agent_lines(body) if channel == "chat" else body, self.phrases, self.case_issue[case]
+            )
+            if got:
+                code = seen.get(tuple(got))
+                if code is None:
+                    code = seen[tuple(got)] = len(self.kinds)
+                    self.kinds.append(got)
+                self.positions.append(first + pos)
+                self.codes.append(code)
+
+    def offered_at(self) -> dict[int, list[str]]:
+        return {p: self.kinds[c] for p, c in zip(self.positions, self.codes, strict=True)}
+
+
+def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> list[Finding]:
+    """The latent offers and violations against the texts. `read`: the offers of these objects' messages
+    were worked out as they were read (`MessageOffers`), and their frames may lack the texts."""
     latent = data.latent.get("Case")
     if latent is None or data.policies is None or not data.has("Case", "Issue__c"):
         return []
@@ -542,12 +619,14 @@ def _offers(data: BundleData) -> list[Finding]:
             strict=True,
         )
     )
-    messages = _messages(data)
+    messages = _messages(data, read or {})
     # message id → the remedies its text offers, computed once per case (a message is one case's): kept for
     # every message of the org, they were ~100 MB of the validation's peak at scale 300
     offers: dict[str, list[str]] = {}
 
     def offers_of(m: _Message, name: str | None) -> list[str]:
+        if m.offers is not None:
+            return m.offers
         got = offers.get(m.id)
         if got is None:
             got = offers[m.id] = offered(m.text, phrases, name)
@@ -654,28 +733,43 @@ def _text_field(m: _Message) -> str:
     return "Body" if m.sobject == "LiveChatTranscript" else "TextBody"
 
 
-def _messages(data: BundleData) -> dict[str, list[_Message]]:
-    """Every agent-written message of every case: chat agent lines and outgoing emails."""
+_NO_OFFER: list[str] = []  # what a message offering nothing offers (one list for all; never changed)
+
+
+def _messages(data: BundleData, read: dict[str, MessageOffers]) -> dict[str, list[_Message]]:
+    """Every agent-written message of every case: chat transcripts (their agent lines) and outgoing emails;
+    for the objects in `read`, their offers as worked out then, not their texts."""
     by_case: dict[str, list[_Message]] = defaultdict(list)
-    chats = data.raw.get("LiveChatTranscript")
-    if chats is not None:
-        for rid, line, case, body in zip(
-            *(chats[c].tolist() for c in ("Id", "_line", "CaseId", "Body")), strict=True
-        ):
-            if isinstance(case, str) and isinstance(body, str):
-                by_case[case].append(_Message("LiveChatTranscript", rid, line, "chat", body, True))
-    emails = data.raw.get("EmailMessage")
-    if emails is not None:
-        kinds: dict[str, str] = {}
-        latent = data.latent.get("EmailMessage")
-        if latent is not None and "_kind" in latent.columns:
-            kinds = dict(zip(latent["Id"], latent["_kind"], strict=True))
-        outgoing = emails[(emails["Incoming"] == "false").to_numpy()]
-        for rid, line, case, body in zip(
-            *(outgoing[c].tolist() for c in ("Id", "_line", "ParentId", "TextBody")), strict=True
-        ):
-            if isinstance(case, str) and isinstance(body, str):
-                by_case[case].append(
-                    _Message("EmailMessage", rid, line, "email", body, kinds.get(rid) == "agent_offer")
+    # the emails meant to carry their case's offer (an id's last latent row says): a set of those, not a
+    # kind per email (~100 MB less at scale 300)
+    carriers: set[str] = set()
+    latent = data.latent.get("EmailMessage")
+    if latent is not None and "_kind" in latent.columns and "EmailMessage" in data.raw:
+        last = latent.drop_duplicates("Id", keep="last")
+        carriers = set(last["Id"][(last["_kind"] == "agent_offer").to_numpy()].tolist())
+    for sobject, (case_column, text_column, channel) in MESSAGES.items():
+        frame = data.raw.get(sobject)
+        if frame is None:
+            continue
+        if channel == "email":
+            frame = frame[(frame["Incoming"] == "false").to_numpy()]
+        ids, lines, cases = (frame[c].tolist() for c in ("Id", "_line", case_column))
+        done = read.get(sobject)
+        if done is not None:
+            if done.rows != len(data.raw[sobject]):
+                raise ValueError(
+                    f"{sobject}: {done.rows} rows were read for their offers, {len(data.raw[sobject])} are held"
                 )
+            # the record positions: a held frame's index counts its rows from 0
+            positions = frame.index.to_numpy().tolist()
+            at, textless = done.offered_at(), set(done.textless)
+            texts: list[Any] = [None if p in textless else "" for p in positions]
+        else:
+            texts = frame[text_column].tolist()
+        for k, (rid, line, case, text) in enumerate(zip(ids, lines, cases, texts, strict=True)):
+            if not isinstance(case, str) or not isinstance(text, str):
+                continue
+            offer = True if channel == "chat" else rid in carriers
+            offers = at.get(positions[k], _NO_OFFER) if done is not None else None
+            by_case[case].append(_Message(sobject, rid, line, channel, text, offer, offers))
     return by_case

@@ -354,10 +354,11 @@ def store_stage_stepping(root: str, profile: Any, told: str) -> float:
     advance = StagedRun.advance
 
     def stepping(self: StagedRun, written: Any) -> bool:
+        before = self.done
         ran = advance(self, written)
-        if ran:
+        if ran:  # one line per step run (an object's block steps run together)
             with open(told, "a", encoding="utf-8") as fh:
-                fh.write(",".join(self.steps[self.done - 1].needs) + "\n")
+                fh.writelines(",".join(step.needs) + "\n" for step in self.steps[before : self.done])
         return ran
 
     StagedRun.advance = stepping  # type: ignore[method-assign]

@@ -8,6 +8,7 @@ import io
 import json
 import random
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -25,6 +26,8 @@ from orgs.bundle import (
     PART_BYTES,
     Bundle,
     BundleError,
+    CsvBlocks,
+    PackedColumn,
     _csv_lines,
     _csv_rows,
     _row_lines,
@@ -184,6 +187,71 @@ def test_read_csv_lines_in_blocks(tmp_path: Path, rows: int) -> None:
     assert frame["_line"].tolist() == want_lines
     kinds = [v for v in frame["Kind"].tolist() if v is not None]
     assert len({id(v) for v in kinds}) <= 1
+
+
+_SCRATCH = tempfile.TemporaryDirectory()  # hypothesis examples write here (a function fixture is not reset)
+CELL = st.text(alphabet=st.characters(codec="utf-8"), max_size=8)  # utf-8: no lone surrogate
+# what may follow the well-formed rows: nothing, a short row, a long row, an unclosed quote, text after a
+# closing quote, a byte that is not UTF-8
+TAILS = [b"", b"a,b\n", b"a,b,c,d\n", b'a,b,"never closed\n', b'a,"x"y,c\n', b"a,b,caf\xe9\n"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(st.lists(CELL, min_size=3, max_size=3), max_size=30),
+    block=st.integers(min_value=1, max_value=9),
+    tail=st.sampled_from(TAILS),
+    columns=st.sampled_from([None, ("Body",), ("Id", "Kind"), ()]),
+)
+def test_csv_blocks_read_what_read_csv_lines_reads(
+    rows: list[list[str]], block: int, tail: bytes, columns: tuple[str, ...] | None
+) -> None:
+    """Read a block at a time, a CSV gives the rows (cells, lines) `read_csv_lines` gives, in blocks of at most
+    `block` rows, or the same error; the physical line count is the file's."""
+    path = Path(_SCRATCH.name) / "x.csv"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerows([["Id", "Kind", "Body"], *rows])
+    path.write_bytes(buf.getvalue().encode() + tail)
+    try:
+        whole = read_csv_lines(path, "x.csv", columns=columns)
+    except BundleError as exc:
+        with pytest.raises(BundleError) as caught:
+            list(CsvBlocks(path, "x.csv", columns=columns, rows=block).frames())
+        assert str(caught.value) == str(exc) and caught.value.line == exc.line
+        return
+    reader = CsvBlocks(path, "x.csv", columns=columns, rows=block)
+    blocks = list(reader.frames())
+    assert all(0 < len(b) <= block for b in blocks)
+    assert reader.lines == whole.attrs["lines"]
+    got = pd.concat(blocks, ignore_index=True) if blocks else whole.iloc[:0]
+    assert list(got.columns) == list(whole.columns)
+    assert got.to_dict("list") == whole.to_dict("list")
+    # independently of the reader: the cells the csv module writes back, empty as None
+    expected = [[c or None for c in row] for row in rows]
+    kept = [i for i, name in enumerate(("Id", "Kind", "Body")) if columns is None or name in columns]
+    assert got.drop(columns="_line").values.tolist() == [[row[i] for i in kept] for row in expected]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.none(), CELL.filter(bool)), max_size=40), max_size=6))
+def test_a_packed_column_gives_back_its_cells(blocks: list[list[str | None]]) -> None:
+    column = PackedColumn()
+    for cells in blocks:
+        column.add(cells)
+    flat = [c for cells in blocks for c in cells]
+    assert len(column) == len(flat)
+    out = column.array()
+    assert out.dtype == object and out.tolist() == flat
+
+
+def test_a_packed_column_of_repeated_values_shares_them_and_of_distinct_ones_does_not() -> None:
+    repeated, distinct = PackedColumn(), PackedColumn()
+    for k in range(3):
+        repeated.add([f"case{j % 5}" for j in range(100)] + [None])
+        distinct.add([f"id{k}-{j}" for j in range(100)])
+    values = [v for v in repeated.array().tolist() if v is not None]
+    assert len(values) == 300 and len({id(v) for v in values}) == 5
+    assert len({id(v) for v in distinct.array().tolist()}) == 300
 
 
 def test_read_csv_lines_keeps_only_the_columns_asked_for(tmp_path: Path) -> None:

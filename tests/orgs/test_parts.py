@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -99,6 +100,26 @@ def test_the_parts_read_as_the_records_of_one_file(parted: Path, small_bundle: P
         b = Bundle(parted).read_raw(name, spec)
         assert a.drop(columns="_line").equals(b.drop(columns="_line"))
         assert a["_line"].tolist() == b["_line"].tolist()  # lines counted as if one file
+
+
+@pytest.mark.parametrize("rows", [1, 7, 100_000])
+def test_the_parts_read_a_block_at_a_time_as_the_records_of_one_file(
+    parted: Path, small_bundle: Path, rows: int
+) -> None:
+    for name in ("Case", "EmailMessage", "User"):
+        spec = MODEL.get(name)
+        whole = Bundle(small_bundle).read_raw(name, spec)
+        reader = Bundle(parted)
+        blocks = list(reader.iter_raw(name, spec, rows=rows))
+        assert all(0 < len(b) <= rows for b in blocks)
+        got = pd.concat(blocks, ignore_index=True)
+        assert got.drop(columns="_line").equals(whole.drop(columns="_line"))
+        assert got["_line"].tolist() == whole["_line"].tolist()
+        # each line is then located in its part as after reading the parts whole
+        whole_reader = Bundle(parted)
+        whole_reader.read_raw(name, spec)
+        for line in whole["_line"].tolist()[:: max(1, len(whole) // 50)]:
+            assert reader.locate(name, line) == whole_reader.locate(name, line)
 
 
 def test_validation_and_the_audit_are_the_single_file_builds(parted: Path, small_bundle: Path) -> None:

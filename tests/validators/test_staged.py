@@ -98,11 +98,13 @@ def _begun_as_written(root: Path) -> tuple[StagedRun, list[tuple[str, ...]]]:
     ran = []
     for name in WRITE_ORDER:
         written.add(name)
+        before = run.done
         while run.advance(written):
-            step = run.steps[run.done - 1]
-            assert not step.latent  # the latent tables are read with the manifest
-            assert set(step.needs) <= written
-            ran.append(step.needs)
+            for step in run.steps[before : run.done]:  # an object's block steps run together
+                assert not step.latent  # the latent tables are read with the manifest
+                assert set(step.needs) <= written
+                ran.append(step.needs)
+            before = run.done
     return run, ran
 
 
@@ -144,3 +146,58 @@ def test_the_orders_are_let_go_before_the_chats_and_emails_are_read(small_bundle
         assert not frames & {"Order", "OrderItem"}, (name, sorted(frames))
     # the findings are still those of the whole-org checks (the case/order and chat/case checks apart)
     assert run.finish().findings == []
+
+
+def test_an_object_unreadable_past_its_first_blocks_is_reported_as_the_whole_org_reports_it(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    # the per-record checks read EmailMessage 7 rows at a time: a bad cell in its first block, a cut row in
+    # its ninth. Read whole, the object is unreadable and nothing is said of its cells; the first blocks'
+    # findings must not be said either
+    bad = {"op": "set", "sel": "bad", "field": "Incoming", "value": "maybe"}
+    spec: dict[str, Any] = {
+        "select": {"bad": {"object": "EmailMessage", "nth": 2}, "cut": {"object": "EmailMessage", "nth": 60}},
+        "edits": [bad, {"op": "truncate_row", "sel": "cut"}],
+    }
+    corrupt(spec, small_bundle, tmp_path / "bundle")
+    whole = _summary(validate_bundle(tmp_path / "bundle", staged=False))
+    assert _summary(validate_bundle(tmp_path / "bundle")) == whole
+    about_emails = [f for f in whole["findings"] if f["object"] == "EmailMessage"]
+    assert [f["rule"] for f in about_emails] == ["bundle.csv"]
+    assert "EmailMessage" not in whole["objects"]
+    # the bad cell alone is found, by both
+    spec["edits"] = [bad]
+    corrupt(spec, small_bundle, tmp_path / "only-bad")
+    whole = _summary(validate_bundle(tmp_path / "only-bad", staged=False))
+    assert _summary(validate_bundle(tmp_path / "only-bad")) == whole
+    assert any(f["object"] == "EmailMessage" and f["field"] == "Incoming" for f in whole["findings"])
+
+
+def test_the_emails_bodies_are_read_a_block_at_a_time_and_never_held(
+    small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EmailMessage's per-record checks and the offers its agents' bodies make are worked out as the file is
+    # read, 7 rows at a time: what is held of it between steps has no text (Subject, TextBody), and no
+    # block read is longer than 7 rows
+    from orgs.bundle import Bundle
+
+    sizes: list[int] = []
+    real = Bundle.iter_raw
+
+    def counted(self: Bundle, sobject: str, *args: Any, **kwargs: Any) -> Any:
+        for block in real(self, sobject, *args, **kwargs):
+            if sobject == "EmailMessage":
+                sizes.append(len(block))
+            yield block
+
+    monkeypatch.setattr(Bundle, "iter_raw", counted)
+    run = start_validation(small_bundle, load_profile(str(SMALL_PROFILE)))
+    held: set[str] = set()
+    while run.done < len(run.steps):
+        run._run(run.done)
+        if "EmailMessage" in run.frames:
+            held |= set(run.frames["EmailMessage"].columns)
+    outcome = run.finish()
+    assert held and not held & {"Subject", "TextBody", "FromAddress"}, sorted(held)
+    assert sum(sizes) == outcome.objects["EmailMessage"] and max(sizes) == 7
+    assert outcome.findings == []

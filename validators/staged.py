@@ -501,8 +501,11 @@ class StagedRun:
         narrowed = []
         for name, columns in self.after[last].items():
             frame = frames.get(name)
-            if frame is not None and columns is not None and len(columns) < len(frame.columns):
-                frames[name] = frame[[c for c in frame.columns if c in columns]]
+            if frame is None or columns is None:
+                continue
+            kept = [c for c in frame.columns if c in columns]
+            if len(kept) < len(frame.columns):
+                frames[name] = frame[kept]
                 narrowed.append(name)
         if any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed, *step.needs[:1])):
             release_freed_memory()

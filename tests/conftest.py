@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,18 @@ def _quiet_prefect(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Prefect runs in tests use a private home and print nothing."""
     os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect-home")))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _prefect_events_closed() -> Iterator[None]:
+    """After a module that ran a Prefect flow in this process, Prefect's events worker is stopped: its
+    websocket's keepalive pings draw from the global `random` (websockets' `ping`) on Prefect's loop thread
+    every 20 s, and a Hypothesis test drawing at that moment in a later module sees the global random state
+    change under it (HypothesisDeprecationWarning: "Do not use the random module inside strategies")."""
+    yield
+    worker = sys.modules.get("prefect.events.worker")
+    if worker is not None:
+        worker.EventsWorker.drain_all(timeout=10)
 
 
 @pytest.fixture(scope="session")

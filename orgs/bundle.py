@@ -1062,22 +1062,10 @@ class Bundle:
         frames = []
         spans: list[tuple[str, int, int]] = []
         offset = 0
-        header: list[str] | None = None
+        first: list[tuple[Path, list[str]]] = []  # the first part and its header
         for path in paths:
-            got: list[str] = []
-            check = self._header_check(sobject, spec, path)
-
-            def check_part(
-                names: list[str], check: Callable[[list[str]], None] = check, got: list[str] = got
-            ) -> None:
-                check(names)
-                got.extend(names)
-
-            frame = read_csv_lines(path, str(path), check_part, self.root, columns)
-            if header is None:
-                header = got
-            elif got != header:
-                raise self._part_header_error(paths[0], path)
+            check = self._header_check(sobject, spec, path, first)
+            frame = read_csv_lines(path, str(path), check, self.root, columns)
             spans.append((path.relative_to(self.root).as_posix(), offset + 2, offset))
             frame["_line"] = frame["_line"] + offset
             offset += int(frame.attrs.get("lines", 1)) - 1
@@ -1099,32 +1087,20 @@ class Bundle:
         parts), so a reader that looks at one record at a time holds one block, not the object. With
         `columns`, a block holds only those columns (and `_line`); every cell is read and checked all the
         same. With `compact`, only those columns' repeated values share one string object (the columns a
-        reader keeps beyond their block: the others' would be kept alive for nothing). The same lines and the same BundleError as `read_raw`, raised when the block holding the
-        fault is reached."""
+        reader keeps beyond their block: the others' would be kept alive for nothing). The same lines and
+        the same BundleError as `read_raw`, raised when the block holding the fault is reached."""
         paths = self.data_files(sobject)
         single = len(paths) == 1 and paths[0] == self.data_path(sobject)
         if single:
             self._spans.pop(sobject, None)
         spans: list[tuple[str, int, int]] = []
         offset = 0
-        header: list[str] | None = None
+        first: list[tuple[Path, list[str]]] = []  # the first part and its header
         for path in paths:
-            check = self._header_check(sobject, spec, path)
+            check = self._header_check(sobject, spec, path, None if single else first)
             if not single:
                 spans.append((path.relative_to(self.root).as_posix(), offset + 2, offset))
                 self._spans[sobject] = list(spans)
-
-                def check_part(
-                    got: list[str], check: Callable[[list[str]], None] = check, path: Path = path
-                ) -> None:
-                    nonlocal header
-                    check(got)
-                    if header is None:
-                        header = got
-                    elif got != header:
-                        raise self._part_header_error(paths[0], path)
-
-                check = check_part
             blocks = CsvBlocks(path, str(path), check, self.root, columns, rows, compact)
             for frame in blocks.frames():
                 if offset:
@@ -1132,12 +1108,34 @@ class Bundle:
                 yield frame
             offset += max(blocks.lines, 1) - 1
 
-    def _header_check(self, sobject: str, spec: ObjectSpec | None, path: Path) -> Callable[[list[str]], None]:
+    def _header_check(
+        self,
+        sobject: str,
+        spec: ObjectSpec | None,
+        path: Path,
+        first: list[tuple[Path, list[str]]] | None = None,
+    ) -> Callable[[list[str]], None]:
+        """The check of `path`'s header: the model's columns in order (with `spec`), and for a part the first
+        part's header (`first` holds that part and its header once it was read)."""
+
         def check(header: list[str]) -> None:
-            if spec is None or header == spec.field_names:
+            if spec is not None and header != spec.field_names:
+                raise mismatch(header, spec.field_names)
+            if first is None:
                 return
-            missing = [f for f in spec.field_names if f not in header]
-            extra = [h for h in header if h not in spec.field_names]
+            if not first:
+                first.append((path, header))
+            elif header != first[0][1]:
+                raise BundleError(
+                    f"{path}:1: the header differs from the first part's ({first[0][0]}); every part of an "
+                    "object has the same header. Rebuild the bundle.",
+                    file=str(path),
+                    line=1,
+                )
+
+        def mismatch(header: list[str], model: list[str]) -> BundleError:
+            missing = [f for f in model if f not in header]
+            extra = [h for h in header if h not in model]
             detail = []
             if missing:
                 detail.append(f"missing column(s) {', '.join(missing)}")
@@ -1145,22 +1143,13 @@ class Bundle:
                 detail.append(f"unknown column(s) {', '.join(extra)}")
             if not detail:
                 detail.append("columns are out of model order")
-            raise BundleError(
+            return BundleError(
                 f"{path}:1: header does not match the model of {sobject}: {'; '.join(detail)}.",
                 file=str(path),
                 line=1,
             )
 
         return check
-
-    @staticmethod
-    def _part_header_error(first: Path, path: Path) -> BundleError:
-        return BundleError(
-            f"{path}:1: the header differs from the first part's ({first}); every part of an object has the "
-            "same header. Rebuild the bundle.",
-            file=str(path),
-            line=1,
-        )
 
     def read_object(self, spec: ObjectSpec) -> pd.DataFrame:
         """data/<Object>.csv with typed columns (datetime64, bool, float), for analysis."""
@@ -1343,7 +1332,6 @@ class CsvBlocks:
         self.compact = compact
         self.rows = rows or READ_BLOCK
         self.kept: list[str] = []
-        self.header: list[str] = []
         self.lines = 0
 
     def frames(self) -> Iterator[pd.DataFrame]:
@@ -1369,7 +1357,6 @@ class CsvBlocks:
                 raise BundleError(f"{label}:1: unreadable header ({exc}).", file=label, line=1) from exc
             if self.check_header is not None:
                 self.check_header(header)
-            self.header = header
             wanted = self.columns
             share = self.compact
             built = [
@@ -1488,8 +1475,7 @@ class _Column:
         block = np.asarray(cells, dtype=object)
         if not self.decided:
             self.decided = True
-            sample = block[:COMPACT_SAMPLE].tolist()
-            if not (len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample)):
+            if _repeats(block[:COMPACT_SAMPLE].tolist()):
                 self.shared = {}
         if self.shared is None:
             block[block == ""] = None
@@ -1545,8 +1531,7 @@ class PackedColumn:
             ]
             if not decided:
                 decided = True
-                sample = cells[:COMPACT_SAMPLE]
-                if not (len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample)):
+                if _repeats(cells[:COMPACT_SAMPLE]):
                     shared = {}
             if shared is not None:
                 cells = [None if c is None else shared.setdefault(c, c) for c in cells]
@@ -1562,8 +1547,7 @@ def _compact(column: Sequence[str]) -> np.ndarray:
     string per cell, so sharing them keeps a large object's frame a fraction of its size. A column whose first
     COMPACT_SAMPLE cells are nearly all distinct (ids, free text) has nothing to share and is not hashed."""
     cells = np.asarray(column, dtype=object)
-    sample = cells[:COMPACT_SAMPLE].tolist()
-    if len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample):
+    if not _repeats(cells[:COMPACT_SAMPLE].tolist()):
         cells[cells == ""] = None
         return cells
     codes, uniques = pd.factorize(cells, use_na_sentinel=False)
@@ -1573,3 +1557,9 @@ def _compact(column: Sequence[str]) -> np.ndarray:
 
 
 COMPACT_SAMPLE = 1024
+
+
+def _repeats(sample: Sequence[Any]) -> bool:
+    """Whether a column whose first cells are `sample` (up to COMPACT_SAMPLE) repeats its values enough to
+    share them: not when they are nearly all distinct (ids, free text)."""
+    return not (len(sample) >= 64 and len(set(sample)) > 0.9 * len(sample))

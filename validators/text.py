@@ -549,6 +549,7 @@ class MessageOffers:
     positions: array[int] = dc_field(default_factory=lambda: array("q"))  # of the messages offering some
     codes: array[int] = dc_field(default_factory=lambda: array("q"))  # index into `kinds`, per position
     kinds: list[list[str]] = dc_field(default_factory=list)  # the distinct lists of remedies offered
+    codes_of: dict[tuple[str, ...], int] = dc_field(default_factory=dict)  # a list of `kinds` → its index
     textless: array[int] = dc_field(default_factory=lambda: array("q"))
     rows: int = 0
 
@@ -574,7 +575,6 @@ class MessageOffers:
             else range(len(block))
         )
         cases, texts = block[case_column].to_numpy(), block[text_column].to_numpy()
-        seen = {tuple(k): n for n, k in enumerate(self.kinds)}
         for pos in rows:
             case, body = cases[pos], texts[pos]
             if not isinstance(case, str) or case not in self.case_issue:
@@ -586,9 +586,8 @@ class MessageOffers:
                 agent_lines(body) if channel == "chat" else body, self.phrases, self.case_issue[case]
             )
             if got:
-                code = seen.get(tuple(got))
-                if code is None:
-                    code = seen[tuple(got)] = len(self.kinds)
+                code = self.codes_of.setdefault(tuple(got), len(self.kinds))
+                if code == len(self.kinds):
                     self.kinds.append(got)
                 self.positions.append(first + pos)
                 self.codes.append(code)
@@ -730,7 +729,7 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
 
 
 def _text_field(m: _Message) -> str:
-    return "Body" if m.sobject == "LiveChatTranscript" else "TextBody"
+    return MESSAGES[m.sobject][1]
 
 
 _NO_OFFER: list[str] = []  # what a message offering nothing offers (one list for all; never changed)

@@ -122,6 +122,25 @@ def test_the_parts_read_a_block_at_a_time_as_the_records_of_one_file(
             assert reader.locate(name, line) == whole_reader.locate(name, line)
 
 
+def test_a_part_whose_header_differs_from_the_first_is_refused_by_both_readers(
+    parted: Path, tmp_path: Path
+) -> None:
+    # read without the model, only the parts' agreement can catch it
+    root = copy_bundle(parted, tmp_path / "b")
+    part = root / "data" / "Case" / "part-00002.csv"
+    head, rest = part.read_text().split("\n", 1)
+    part.write_text(head.replace("Subject", "Topic", 1) + "\n" + rest)
+    first = root / "data" / "Case" / "part-00001.csv"
+    errors = []
+    for read in (lambda b: b.read_raw("Case"), lambda b: list(b.iter_raw("Case", rows=7))):
+        with pytest.raises(BundleError) as caught:
+            read(Bundle(root))
+        errors.append(caught.value)
+    for exc in errors:
+        assert str(exc).startswith(f"{part}:1: the header differs from the first part's ({first})")
+        assert (getattr(exc, "file", None), getattr(exc, "line", None)) == (str(part), 1)
+
+
 def test_validation_and_the_audit_are_the_single_file_builds(parted: Path, small_bundle: Path) -> None:
     one, split = validate_bundle(small_bundle), validate_bundle(parted)
     assert split.ok and split.records == one.records and split.objects == one.objects

@@ -38,7 +38,7 @@ if mode == "generate":
     rows = {}
     t = time.perf_counter()
     rc = RunContext(out, run, make_context(run))
-    asyncio.run(generate(rc, LocalExecutor(), 1, lambda name, frame: rows.__setitem__(name, len(frame))))
+    asyncio.run(generate(rc, LocalExecutor(), 1, lambda name, frame, fill: rows.__setitem__(name, len(frame))))
     seconds = time.perf_counter() - t
     records = sum(rows.values())
 else:

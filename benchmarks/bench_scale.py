@@ -325,7 +325,7 @@ def generate_for_workers(scale: float, root: Path) -> dict[str, Any]:
 
     async def go() -> None:
         try:
-            await generate(rc, planner, 10**9, lambda name, frame: None, shares_memory=False)
+            await generate(rc, planner, 10**9, lambda name, frame, fill: None, shares_memory=False)
         finally:
             await rc.aclose()
 

@@ -37,6 +37,7 @@ from generator.pipeline import (
     generate,
     make_context,
 )
+from generator.spill import TextFill
 from generator.text.base import TextWriter
 from generator.world import World
 from orgs.bundle import (
@@ -781,8 +782,8 @@ async def build_bundle(
     files: dict[str, str] = dict(manifest.get("files", {})) if stages else {}
     objects: dict[str, dict[str, Any]] = {}
 
-    def persist(name: str, frame: pd.DataFrame) -> None:
-        data, latent = bundle.write_object(model.get(name), frame, opts.part_bytes)
+    def persist(name: str, frame: pd.DataFrame, fill: TextFill | None) -> None:
+        data, latent = bundle.write_object(model.get(name), frame, opts.part_bytes, fill)
         objects[name] = {"file": data.path, "rows": data.rows, "sha256": data.sha256}
         if data.parts:  # written in parts: each part is a file of the bundle; the object's entry is logical
             objects[name]["bytes"] = data.bytes

@@ -25,7 +25,8 @@ import pandas as pd
 from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.fields import RuleFields
-from generator.text.base import TextRequest, TextWriter
+from generator.spill import ShardSpiller, SpilledShard, SpilledTexts, TextFill
+from generator.text.base import LANDS_IN, TextRequest, TextWriter
 from generator.text.writers import make_writer
 from generator.world import build_world
 from schemas.gcpause import gc_paused, release_freed_memory
@@ -230,26 +231,39 @@ def shard_requests(job: ShardJob, rc: RunContext) -> list[TextRequest]:
     return [r for chunk in shard_request_chunks(job, rc) for r in chunk]
 
 
-async def run_text_shard(job: ShardJob, rc: RunContext) -> list[Any]:
+async def run_text_shard(job: ShardJob, rc: RunContext) -> list[Any] | SpilledShard:
     """The texts of a shard's requests, in order, written a chunk of requests at a time (a request's text
     depends on that request alone, so chunking changes no text), each chunk's kept as the object's generator
-    holds them (`held_texts`)."""
+    holds them (`held_texts`), or, for a generator that `spills_texts`, written to the work folder as they come
+    (generator/spill.py): the shard then returns where they are."""
     gen = GENERATORS[job.sobject]
     assert gen.text_kind is not None
     results: list[Any] = []
-    for part in shard_request_chunks(job, rc):
-        if not part:
-            continue
-        writer = rc.writer()
-        got = await writer.write(gen.text_kind, part)
-        if len(got) != len(part):
-            raise BuildError(
-                f"The {writer.name} writer returned {len(got)} texts for {len(part)} {job.sobject} requests; "
-                "no record may be dropped."
-            )
-        results.extend(gen.held_texts(got))
-        del part, got
-    return results
+    spiller = None
+    if gen.spills_texts:
+        name = f"{job.sobject}.texts-{job.shard:05d}-of-{job.shards:05d}"
+        spiller = ShardSpiller(rc.root / WORK_DIR, name, _text_fields(gen))
+    try:
+        for part in shard_request_chunks(job, rc):
+            if not part:
+                continue
+            writer = rc.writer()
+            got = await writer.write(gen.text_kind, part)
+            if len(got) != len(part):
+                raise BuildError(
+                    f"The {writer.name} writer returned {len(got)} texts for {len(part)} {job.sobject} requests; "
+                    "no record may be dropped."
+                )
+            if spiller is not None:
+                spiller.add(gen.held_texts(got))
+            else:
+                results.extend(gen.held_texts(got))
+            del part, got
+    except BaseException:
+        if spiller is not None:
+            spiller.abandon()
+        raise
+    return results if spiller is None else spiller.close()
 
 
 def run_shard_sync(job: ShardJob, rc: RunContext | None = None) -> Any:
@@ -370,12 +384,14 @@ async def generate(
     rc: RunContext,
     executor: Executor,
     shards: int,
-    persist: Callable[[str, pd.DataFrame], Awaitable[None] | None],
+    persist: Callable[[str, pd.DataFrame, TextFill | None], Awaitable[None] | None],
     progress: Progress | None = None,
     shares_memory: bool = True,
     spill: bool = False,
 ) -> GenerationResult:
-    """Generate every object in order. `persist(name, frame)` is called once per finished object.
+    """Generate every object in order. `persist(name, frame, fill)` is called once per finished object; for an
+    object whose texts were spilled (`spills_texts`), `fill(rows, start)` gives a block of the frame's rows
+    (from row `start` on) its text fields (generator/spill.py), and is None otherwise.
 
     With `shares_memory` False (the shards run in worker processes) the frames the workers read are stored in
     the work folder. With `spill` (or without `shares_memory`) this process too holds each finished object as
@@ -395,6 +411,8 @@ async def generate(
         for source in frames_read(ctx.model, name, order[:i]):
             readers.setdefault(source, set()).add(name)
     persisted: set[str] = set()
+    # the text fields of the objects whose texts were spilled, filled as each is persisted
+    fills: dict[str, TextFill] = {}
     for name in order:
         t0 = time.perf_counter()
         gen = GENERATORS[name]
@@ -422,23 +440,33 @@ async def generate(
                 rc.text_requests[name] = reqs
             tn = max(1, min(shards, len(reqs)))
             tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
-            texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
-            if len(texts) != len(reqs):
-                raise BuildError(
-                    f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
-                )
-            frame = gen.apply_text(ctx, frame, reqs, texts)
-            frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
+            if gen.spills_texts:
+                spilled = SpilledTexts(work, await executor.run(rc, tjobs), _text_fields(gen))
+                if spilled.results != len(reqs):
+                    raise BuildError(
+                        f"{name}: {spilled.results} texts for {len(reqs)} requests; no record may be dropped."
+                    )
+                fills[name] = TextFill(spilled, gen.text_rows(ctx, frame, spilled.sizes))
+                del spilled
+            else:
+                texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
+                if len(texts) != len(reqs):
+                    raise BuildError(
+                        f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
+                    )
+                frame = gen.apply_text(ctx, frame, reqs, texts)
+                frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
+                if redone:
+                    result.regenerated[name] = redone
+                del texts
             result.text_counts[name] = len(reqs)
-            if redone:
-                result.regenerated[name] = redone
             del ctx.frames[name + ":structured"]
             rc.text_requests.pop(name, None)
-            del reqs, texts
+            del reqs
         ctx.frames[name] = frame
         # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
         # deferred by the cycle policy). An object is persisted once all its fields are filled.
-        rule_fields.add(name, frame)
+        rule_fields.add(name, frame, fills[name].columns if name in fills else ())
         complete = rule_fields.settle()
         stores = spill or not shares_memory
         settled = persisted | set(complete)
@@ -451,7 +479,7 @@ async def generate(
                 save_frame(ctx.frames[done], work / done)
         swapped = 0
         for done in complete:
-            maybe = persist(done, ctx.frames[done])
+            maybe = persist(done, ctx.frames[done], fills.pop(done, None))
             if maybe is not None:
                 await maybe
             if stores and done in read_later:
@@ -479,6 +507,11 @@ async def generate(
     # the writer's memos were for generation's texts: let go, they would pin the heap freed around them
     rc.forget_memos()
     return result
+
+
+def _text_fields(gen: Any) -> list[str]:
+    """The fields an object's texts fill, in the order of a message's strings (`LANDS_IN`)."""
+    return [name for _, name in LANDS_IN[gen.text_kind].values()]
 
 
 # Rewriting goes on while the rounds make progress: the counts fall roughly geometrically (at scale 100 the

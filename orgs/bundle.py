@@ -779,16 +779,23 @@ class Bundle:
         return FileEntry(rel, digest.hexdigest(), size)
 
     def write_object(
-        self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int = PART_BYTES
+        self,
+        spec: ObjectSpec,
+        frame: pd.DataFrame,
+        part_bytes: int = PART_BYTES,
+        fill: Callable[[pd.DataFrame, int], pd.DataFrame] | None = None,
     ) -> tuple[FileEntry, FileEntry | None]:
         """Write data/<Object>.csv — or, when it would pass `part_bytes`, data/<Object>/part-NNNNN.csv (see
         the module's docstring) — and, when the frame has latent columns, latent/<Object>.csv. The data entry
         of a parted object is its logical entry, with the parts in `parts`.
 
         Rows are formatted and written a block at a time (`_blocks`), so the CSV text of the whole object is never in
-        memory; the bytes are those of formatting the whole frame at once."""
-        check_fields(spec, frame)  # refuses missing or unknown fields before anything is written
-        entry = self._write_data(spec, frame, part_bytes)
+        memory; the bytes are those of formatting the whole frame at once. `fill(rows, start)`, when given,
+        returns a block of rows (the frame's from row `start` on) with the fields the frame lacks: fields whose
+        values are put in place only as they are written (generator/spill.py)."""
+        # refuses missing or unknown fields before anything is written
+        check_fields(spec, frame if fill is None else fill(frame.iloc[:0], 0))
+        entry = self._write_data(spec, frame, part_bytes, fill)
         latent_entry = None
         if any(str(c).startswith("_") for c in frame.columns):
             latent_entry = self._write_latent(spec.name, frame)
@@ -811,7 +818,13 @@ class Bundle:
         entry = self._write_blocks(f"latent/{sobject}.csv", blocks())
         return FileEntry(entry.path, entry.sha256, entry.bytes, len(frame))
 
-    def _write_data(self, spec: ObjectSpec, frame: pd.DataFrame, part_bytes: int) -> FileEntry:
+    def _write_data(
+        self,
+        spec: ObjectSpec,
+        frame: pd.DataFrame,
+        part_bytes: int,
+        fill: Callable[[pd.DataFrame, int], pd.DataFrame] | None,
+    ) -> FileEntry:
         sobject = spec.name
         single = self.data_path(sobject)
         folder = self.root / "data" / sobject
@@ -825,7 +838,9 @@ class Bundle:
         whole = hashlib.sha256(header)
         total = len(header)
         for start, stop, wrote in _blocks(len(frame)):
-            lines = _row_lines(spec, frame.iloc[start:stop])
+            rows = frame.iloc[start:stop]
+            lines = _row_lines(spec, rows if fill is None else fill(rows, start))
+            del rows
             block = "".join(lines).encode("utf-8")
             wrote(len(block))
             whole.update(block)

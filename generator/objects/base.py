@@ -88,6 +88,10 @@ class ObjectGenerator:
     # One text request per row, made from that row alone: `text_requests(ctx, frame.iloc[rows])` are the
     # requests of `rows` (a worker makes its shard's; the building process those it rewrites).
     requests_per_row: ClassVar[bool] = False
+    # Texts spilled to the work folder as the text shards write them and put in place only as the object's CSV
+    # is written (generator/spill.py), for an object whose texts nothing but its CSV reads: the building process
+    # never holds them. Its frame has no text fields; `text_rows` places each result's messages.
+    spills_texts: ClassVar[bool] = False
 
     def units(self, ctx: BuildContext) -> int:
         raise NotImplementedError
@@ -135,6 +139,12 @@ class ObjectGenerator:
         """The writer's results as the pipeline holds them until `apply_text` reads them: as written, unless a
         generator keeps them more compactly (a batch at a time, as they come from the writer)."""
         return results
+
+    def text_rows(self, ctx: BuildContext, frame: pd.DataFrame, sizes: np.ndarray) -> np.ndarray:
+        """For a `spills_texts` object: per row of `frame`, the number of its message among the writer's results
+        (joined in order; `sizes[k]` is how many messages the k-th result holds), after checking that every
+        result holds as many messages as it must."""
+        raise NotImplementedError
 
     def apply_text(
         self,

@@ -8,7 +8,6 @@ placed exactly at its planned time: in the chat when the case has one, else in t
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ class EmailMessageGenerator(ObjectGenerator):
     block_size = 512  # cases per block
     sort_by = ("MessageDate", "_case", "_seq")
     text_kind = TextKind.EMAIL_THREAD
+    spills_texts = True  # 970,200 emails at scale 300: their texts go to the work folder, then to the CSV
 
     def units(self, ctx: BuildContext) -> int:
         return len(ctx.frame("Case"))
@@ -160,8 +160,6 @@ class EmailMessageGenerator(ObjectGenerator):
                 agent = owner_at_sec(chain, times, t)
                 contact_pos = int(col["_customer"][i])
                 out["ParentId"].append(col["Id"][i])
-                out["Subject"].append(None)
-                out["TextBody"].append(None)
                 if incoming:
                     out["FromAddress"].append(c_mail[contact_pos])
                     out["FromName"].append(c_name[contact_pos])
@@ -299,42 +297,27 @@ class EmailMessageGenerator(ObjectGenerator):
         return out
 
     def held_texts(self, results: list[dict[str, Any]]) -> list[Any]:
-        # a thread as its emails' (subject, body) pairs (`LANDS_IN` order), not a dict per email in a list in a
-        # dict: at scale 300 the 970,200 emails' dicts were ~170 MB of the building process's peak
+        # a thread as its emails' (subject, body) pairs (`LANDS_IN` order), as the text shard spills them
         keys = tuple(LANDS_IN[TextKind.EMAIL_THREAD])
         return [tuple(tuple(m[k] for k in keys) for m in res["messages"]) for res in results]
 
-    def apply_text(
-        self,
-        ctx: BuildContext,
-        frame: pd.DataFrame,
-        requests: Sequence[TextRequest],
-        results: Sequence[Any],
-    ) -> pd.DataFrame:
-        # the k-th result is the thread of the k-th case with emails (`text_requests`' order, `held_texts`' form),
-        # and holds as many emails as the case has rows; the requests themselves are not needed (nor kept)
-        cases, counts, _, _ = self._threads(ctx, frame)
-        if len(results) != len(cases):
+    def text_rows(self, ctx: BuildContext, frame: pd.DataFrame, sizes: np.ndarray) -> np.ndarray:
+        # the k-th result is the thread of the k-th case with emails (`text_requests`' order) and holds as many
+        # emails as the case has rows; an email's message is its case's thread's, at its `_seq`
+        cases, counts, bounds, _ = self._threads(ctx, frame)
+        if len(sizes) != len(cases):
             raise BuildError(
-                f"The writer returned {len(results)} email threads for {len(cases)} cases with emails."
+                f"The writer returned {len(sizes)} email threads for {len(cases)} cases with emails."
             )
-        by_case: dict[int, tuple[tuple[Any, ...], ...]] = {}
-        for pos, count, msgs in zip(cases.tolist(), counts.tolist(), results, strict=True):
-            if len(msgs) != count:
-                case_id = take(ctx.frame("Case"), "Id", np.array([pos]))[0]
-                raise BuildError(
-                    f"The writer returned {len(msgs)} emails for case {case_id}, expected {count}."
-                )
-            by_case[pos] = msgs
-        names = [name for _, name in LANDS_IN[TextKind.EMAIL_THREAD].values()]
-        columns: dict[str, list[Any]] = {name: [] for name in names}
-        for pos, seq in zip(frame["_case"].tolist(), frame["_seq"].tolist(), strict=True):
-            msg = by_case[pos][seq]
-            for k, name in enumerate(names):
-                columns[name].append(msg[k])
-        for name, values in columns.items():
-            frame[name] = values
-        return frame
+        wrong = np.flatnonzero(sizes != counts)
+        if len(wrong):
+            k = int(wrong[0])
+            case_id = take(ctx.frame("Case"), "Id", cases[k : k + 1])[0]
+            raise BuildError(
+                f"The writer returned {int(sizes[k])} emails for case {case_id}, expected {int(counts[k])}."
+            )
+        case_col = frame["_case"].to_numpy()
+        return np.asarray(bounds[np.searchsorted(cases, case_col)] + frame["_seq"].to_numpy(), dtype=np.int64)
 
 
 class LiveChatTranscriptGenerator(ObjectGenerator):

@@ -48,10 +48,11 @@ from schemas.rules import (
 BLOCK_ROWS = 1024
 
 
-def check_produced(spec: ObjectSpec, frame: pd.DataFrame) -> None:
-    """Each field of `spec` comes from exactly one place: generator code (a column of `frame`) or its rule."""
+def check_produced(spec: ObjectSpec, frame: pd.DataFrame, later: tuple[str, ...] = ()) -> None:
+    """Each field of `spec` comes from exactly one place: generator code (a column of `frame`, or one of the
+    `later` fields it fills as the frame is written) or its rule."""
     for f in spec.fields:
-        produced = f.name in frame.columns
+        produced = f.name in frame.columns or f.name in later
         if f.rule is None and not produced:
             raise BuildError(
                 f"{spec.path.name}: /properties/{f.name}: no generator code produces {spec.name}.{f.name} and it "
@@ -76,10 +77,11 @@ class RuleFields:
         self.ctx = ctx
         self.waiting: dict[str, list[FieldSpec]] = {}
 
-    def add(self, sobject: str, frame: pd.DataFrame) -> None:
-        """`sobject` has been generated (its frame is `ctx.frames[sobject]`); its rule fields now wait."""
+    def add(self, sobject: str, frame: pd.DataFrame, later: tuple[str, ...] = ()) -> None:
+        """`sobject` has been generated (its frame is `ctx.frames[sobject]`, without the `later` fields its
+        writing fills); its rule fields now wait."""
         spec = self.ctx.model.get(sobject)
-        check_produced(spec, frame)
+        check_produced(spec, frame, later)
         self.waiting[sobject] = spec.rule_fields
 
     def settle(self) -> list[str]:

@@ -127,7 +127,7 @@ def test_a_workers_text_requests_are_its_slice_of_the_whole(tmp_path: Path) -> N
     run = RunSpec(profile=str(SMALL_PROFILE), seed=0, scale=1.0)
     recording = _Recording()
     rc = RunContext(tmp_path, run, make_context(run))
-    asyncio.run(generate(rc, recording, 1, lambda name, frame: None, shares_memory=False))
+    asyncio.run(generate(rc, recording, 1, lambda name, frame, fill: None, shares_memory=False))
     checked, per_row = [], []
     for name, whole in recording.requests.items():
         for shards in (1, 3, 7):

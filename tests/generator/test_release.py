@@ -11,6 +11,7 @@ import pytest
 
 from generator.objects import BuildContext
 from generator.pipeline import LocalExecutor, RunContext, RunSpec, generate, generation_order, make_context
+from generator.spill import TextFill
 from schemas.model import load_model
 from tests.conftest import SMALL_PROFILE
 
@@ -21,7 +22,7 @@ def test_frames_are_released_once_no_later_object_reads_them(tmp_path: Path) -> 
     rc = RunContext(tmp_path, run, make_context(run, model))
     held: dict[str, set[str]] = {}
 
-    def persist(name: str, frame: pd.DataFrame) -> None:
+    def persist(name: str, frame: pd.DataFrame, fill: object) -> None:
         held[name] = {n for n in rc.build.frames if ":" not in n}
 
     asyncio.run(generate(rc, LocalExecutor(), 2, persist))
@@ -77,7 +78,7 @@ def test_a_writer_that_drops_an_email_stops_generation_naming_the_case(tmp_path:
 
     rc._writer = DroppingWriter()  # type: ignore[assignment]
     with pytest.raises(BuildError) as info:
-        asyncio.run(generate(rc, LocalExecutor(), 2, lambda name, frame: None))
+        asyncio.run(generate(rc, LocalExecutor(), 2, lambda name, frame, fill: None))
     case, expected = dropped[0]
     assert (
         str(info.value) == f"The writer returned {expected - 1} emails for case {case}, expected {expected}."
@@ -92,7 +93,7 @@ def test_generation_lets_the_writers_memos_go(tmp_path: Path) -> None:
     rc = RunContext(tmp_path, run, make_context(run))
     filled: list[int] = []
 
-    def persist(name: str, frame: pd.DataFrame) -> None:
+    def persist(name: str, frame: pd.DataFrame, fill: object) -> None:
         writer = rc.writer()
         assert isinstance(writer, OfflineWriter)
         filled.append(len(writer._persona_of))
@@ -111,9 +112,10 @@ def test_forgetting_memos_makes_no_writer() -> None:
 
 
 def test_emails_get_the_texts_the_writer_wrote_for_their_thread(tmp_path: Path) -> None:
-    # the pipeline holds an email thread's texts compactly (`held_texts`) until it applies them: every email
-    # still gets the subject and body the writer wrote for its place in its case's thread, checked here
-    # against the writer's own results (thread key = the case's Id, message k = the email with _seq k)
+    # the text shards spill the email threads' texts to the work folder and the frame's writer reads them back
+    # a block of rows at a time: every email still gets the subject and body the writer wrote for its place in
+    # its case's thread, checked here against the writer's own results (thread key = the case's Id, message k
+    # = the email with _seq k), over two blocks
     from generator.text.base import TextKind
     from generator.text.offline import OfflineWriter
 
@@ -141,9 +143,13 @@ def test_emails_get_the_texts_the_writer_wrote_for_their_thread(tmp_path: Path) 
 
     emails: list[pd.DataFrame] = []
 
-    def persist(name: str, frame: pd.DataFrame) -> None:
+    def persist(name: str, frame: pd.DataFrame, fill: TextFill | None) -> None:
         if name == "EmailMessage":
-            emails.append(frame[["ParentId", "_seq", "Subject", "TextBody"]].copy())
+            # the building process holds no email text: the frame gets it a block at a time as it is written
+            assert fill is not None and "TextBody" not in frame.columns and "Subject" not in frame.columns
+            cut = len(frame) // 3
+            blocks = [fill(frame.iloc[a:b], a) for a, b in ((0, cut), (cut, len(frame)))]
+            emails.append(pd.concat(blocks)[["ParentId", "_seq", "Subject", "TextBody"]])
 
     rc._writer = RecordingWriter()  # type: ignore[assignment]
     asyncio.run(generate(rc, LocalExecutor(), 2, persist))

@@ -405,6 +405,47 @@ def test_written_object_is_the_reference_csv(
     assert entry.sha256 == hashlib.sha256(b"".join(lines)).hexdigest() and entry.rows == len(frame)
 
 
+@settings(max_examples=80, deadline=None)
+@given(_object_frames(), st.sampled_from([60, 300, PART_BYTES]), st.integers(1, 7), _WRITE_BYTES, st.data())
+def test_fields_filled_as_they_are_written_give_the_same_bytes(
+    tmp_path_factory: pytest.TempPathFactory,
+    case: Any,
+    limit: int,
+    block_rows: int,
+    block_bytes: int,
+    data: st.DataObject,
+) -> None:
+    """write_object with some fields left out of the frame and put in each block of rows by `fill(rows, start)`
+    (generator/spill.py's texts) writes the bytes of the whole frame written at once, and refuses a fill that
+    lacks a field as it refuses a frame that does."""
+    spec, frame = case
+    names = [f.name for f in spec.fields]
+    later = data.draw(st.lists(st.sampled_from(names), unique=True, min_size=1))
+    starts: list[int] = []
+
+    def fill(rows: pd.DataFrame, start: int) -> pd.DataFrame:
+        starts.append(start)
+        out = rows.copy()
+        for name in later:
+            out[name] = frame[name].iloc[start : start + len(rows)].to_numpy()
+        return out
+
+    whole_root, filled_root = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("filled")
+    with (
+        mock.patch.object(bundle_module, "WRITE_ROWS", block_rows),
+        mock.patch.object(bundle_module, "WRITE_BYTES", block_bytes),
+    ):
+        whole, _ = Bundle(whole_root).write_object(spec, frame, limit)
+        filled, _ = Bundle(filled_root).write_object(spec, frame.drop(columns=later), limit, fill)
+    assert filled == whole
+    paths = [p.path for p in whole.parts] or [whole.path]
+    assert [(filled_root / p).read_bytes() for p in paths] == [(whole_root / p).read_bytes() for p in paths]
+    assert len(starts) > 1 or len(frame) <= block_rows  # the fill was asked a block at a time
+    missing = ", ".join(sorted(later, key=names.index))
+    with pytest.raises(BundleError, match=f"lacks the field\\(s\\) {missing}\\. "):
+        Bundle(filled_root).write_object(spec, frame.drop(columns=later), limit, lambda rows, start: rows)
+
+
 _NOTES = ["a,b", 'say "hi"', "two\nlines", "", None, "plain"]
 
 

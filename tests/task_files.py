@@ -84,11 +84,12 @@ class Sampler:
         if task == "policy_violation_identification":
             return {"case_id": str(data.cases["Id"].iloc[rng.randrange(len(data.cases))])}
         if task == "named_entity_disambiguation":
-            items = data.order_items
-            item = items.iloc[rng.randrange(len(items))]
-            order = data.orders[data.orders["Id"] == item["OrderId"]].iloc[0]
+            # an order item (as its order and product), drawn from every order's products
+            items = [(oid, pid) for oid, pids in data.products_of_order.items() for pid in pids]
+            order_id, product_id = items[rng.randrange(len(items))]
+            order = data.orders[data.orders["Id"] == order_id].iloc[0]
             contacts = [c for c, a in data.contact_account.items() if a == order["AccountId"]]
-            name = self.product_name[item["Product2Id"]]
+            name = self.product_name[product_id]
             period, count = rng.choice(
                 [("day", rng.randint(1, 20)), ("week", rng.randint(1, 3)), ("month", 1)]
             )

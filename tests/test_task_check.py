@@ -389,8 +389,11 @@ def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: p
     pd.testing.assert_frame_equal(whole.chats, batched.chats)
     assert len(whole.emails) > 7
     # every object is read and typed a batch at a time: the same frames as in one batch
-    for attr in ("cases", "assignments", "order_items", "orders"):
+    for attr in ("cases", "assignments", "orders"):
         pd.testing.assert_frame_equal(getattr(whole, attr), getattr(batched, attr), check_exact=True)
+    # the order items, read a batch at a time and not kept: what is kept of them is the same
+    assert whole.products_of_order == batched.products_of_order and whole.item_order == batched.item_order
+    assert sum(map(len, whole.products_of_order.values())) > 7 and len(whole.item_order) > 7
     # the owner assignments, kept batch by batch: the whole history's Owner Assignment rows, by date then Id
     from orgs.bundle import Bundle, type_frame
     from schemas.model import load_model
@@ -400,3 +403,26 @@ def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: p
     expected = history[history["Field__c"] == "Owner Assignment"].sort_values(["CreatedDate", "Id"])
     assert 7 < len(expected) < len(history)
     pd.testing.assert_frame_equal(batched.assignments, expected.reset_index(drop=True), check_exact=True)
+
+
+def test_what_is_kept_of_the_order_items_is_read_from_every_item(clean_bundle: Path) -> None:
+    """The order items are not kept: each case's item's order and product, and every order's products, are, as
+    the whole OrderItem file (read here with the csv module) gives them."""
+    import csv
+
+    from validators import task_solver
+
+    data = task_solver.TaskData.load(clean_bundle)
+    with (clean_bundle / "data" / "OrderItem.csv").open(newline="", encoding="utf-8") as fh:
+        items = list(csv.DictReader(fh))
+    with (clean_bundle / "data" / "Case.csv").open(newline="", encoding="utf-8") as fh:
+        case_items = {row["OrderItemId__c"] for row in csv.DictReader(fh) if row["OrderItemId__c"]}
+    assert len(case_items) > 10 and len(items) > 2 * len(case_items)  # most items belong to no case
+    want: dict[str, list[str]] = {}
+    for row in items:
+        want.setdefault(row["OrderId"], []).append(row["Product2Id"])
+    assert data.products_of_order == want
+    assert data.item_order == {r["Id"]: r["OrderId"] for r in items if r["Id"] in case_items}
+    product = {r["Id"]: r["Product2Id"] for r in items}
+    cases = data.cases.dropna(subset=["OrderItemId__c"])
+    assert cases["Product2Id"].tolist() == [product[i] for i in cases["OrderItemId__c"]]

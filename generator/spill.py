@@ -39,10 +39,6 @@ class SpilledShard:
     sizes: np.ndarray  # int64, messages per result
     nulls: np.ndarray  # int64, the strings (numbered within the shard) that are None
 
-    @property
-    def results(self) -> int:
-        return len(self.sizes)
-
 
 class ShardSpiller:
     """Writes a text shard's results to `folder/name` (through a temporary file, put in place by `close`, so a

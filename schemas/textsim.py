@@ -235,7 +235,11 @@ class NearDuplicateIndex:
     def __init__(self, texts: Sequence[str | None], threshold: float = DEFAULT_THRESHOLD) -> None:
         self.threshold = threshold
         n = len(texts)
-        self.sig = np.zeros((n, WIDTH), dtype=np.uint64)
+        # what the search reads of each text's signature (`signatures`): the band keys (`band_keys`), and the
+        # values' high 32-bit halves, which the agreement compares: 640 bytes a text instead of the 768 of
+        # the signature itself (Case.Description at scale 300: 179 MB instead of 214)
+        self.keys = np.zeros((BANDS, n), dtype=np.uint64)
+        self.sig32 = np.zeros((n, WIDTH), dtype=np.uint32)
         # the texts' shingles hashed a batch at a time, each batch signed (a row's signature depends on its
         # shingles alone) and held apart, the distinct hashes gathered as they come; the batches are let go
         # as `_put_batches` numbers them (held as one array beside the numbered rows, they were ~110 MB of
@@ -331,23 +335,11 @@ class NearDuplicateIndex:
         self._garbage = 0
 
     def _sign(self, rows: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> None:
-        """OPH signatures of `rows`, whose shingle hashes are `hashes` in row order, `lengths` per row."""
-        owner = np.repeat(np.arange(len(rows)), lengths)
-        sig = np.full((len(rows), WIDTH), _EMPTY, dtype=np.uint64)
-        for k in range(SKETCHES):
-            with np.errstate(over="ignore"):
-                h = hashes * _MIX[k] + _ADD[k]
-            h ^= h >> np.uint64(29)
-            with np.errstate(over="ignore"):
-                h *= _MIX[(k + 1) % SKETCHES]
-            h ^= h >> np.uint64(32)
-            bins = (h >> np.uint64(59)).astype(np.int64)  # top 5 bits: the bin
-            vals = h & np.uint64((1 << 59) - 1)
-            flat = sig[:, k * BINS : (k + 1) * BINS].copy().ravel()
-            np.minimum.at(flat, owner * BINS + bins, vals)
-            sig[:, k * BINS : (k + 1) * BINS] = _densify(flat.reshape(len(rows), BINS))
-        sig[lengths == 0] = 0
-        self.sig[rows] = sig
+        """The band keys and 32-bit halves of the signatures of `rows`, whose shingle hashes are `hashes` in row
+        order, `lengths` per row."""
+        sig = signatures(hashes, lengths)
+        self.sig32[rows] = (sig >> np.uint64(32)).astype(np.uint32)
+        self.keys[:, rows] = band_keys(sig)
 
     def _row_codes(self, row: int) -> np.ndarray:
         start = int(self._start[row])
@@ -430,19 +422,16 @@ class NearDuplicateIndex:
         # distinct candidate (at scale 300's first full search of 293,100 cases, 2.2 M agree of 14.7 M)
         packed = np.zeros(0, dtype=np.int64)
         pending: list[np.ndarray] = []
-        sig = self.sig if len(live) == len(self._size) else self.sig[live]  # a copy only when rows are empty
-        sig32, sig8 = _high_halves(self.sig)
-        sig8 = _as_words(sig8)
+        every = len(live) == len(self._size)
+        sig32 = self.sig32
+        sig8 = _as_words(_top_bytes(sig32))
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
         # of a group compared with each other in cache), and only the agreeing pairs are kept
         agreed: list[np.ndarray] = []
         table = None if in_focus is None else np.zeros(1 << FILTER_BITS, dtype=bool)
         for band in range(BANDS):
-            # One uint64 key per band (a collision only adds a candidate, which exact Jaccard then decides).
-            with np.errstate(over="ignore"):
-                keyv = np.zeros(len(live), dtype=np.uint64)
-                for r in range(ROWS):
-                    keyv = (keyv ^ sig[:, BAND_COLUMNS[band][r]]) * _MIX[r % len(_MIX)]
+            # the band's key per live row (a copy only when rows are empty; never written to)
+            keyv = self.keys[band] if every else self.keys[band][live]
             if in_focus is not None and table is not None:
                 inside = _among(keyv, keyv[in_focus], table)
                 band_live, keyv = live[inside], keyv[inside]
@@ -499,12 +488,44 @@ class NearDuplicateIndex:
         ]
 
 
-def _high_halves(sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The signatures' high 32-bit halves (`sig >> 32`) and their top bytes (`sig >> 56`), as views of `sig`
-    (not copies: 14 MB less for 29,310 texts)."""
-    high = 1 if sys.byteorder == "little" else 0
-    top = 7 if sys.byteorder == "little" else 0
-    return sig.view(np.uint32)[:, high::2], sig.view(np.uint8)[:, top::8]
+def signatures(hashes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The 96-value OPH signatures (rows × WIDTH, uint64) of texts whose shingle hashes are `hashes` in text
+    order, `lengths` per text; a text without shingles gets zeros."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    sig = np.full((len(lengths), WIDTH), _EMPTY, dtype=np.uint64)
+    for k in range(SKETCHES):
+        with np.errstate(over="ignore"):
+            h = hashes * _MIX[k] + _ADD[k]
+        h ^= h >> np.uint64(29)
+        with np.errstate(over="ignore"):
+            h *= _MIX[(k + 1) % SKETCHES]
+        h ^= h >> np.uint64(32)
+        bins = (h >> np.uint64(59)).astype(np.int64)  # top 5 bits: the bin
+        vals = h & np.uint64((1 << 59) - 1)
+        flat = sig[:, k * BINS : (k + 1) * BINS].copy().ravel()
+        np.minimum.at(flat, owner * BINS + bins, vals)
+        sig[:, k * BINS : (k + 1) * BINS] = _densify(flat.reshape(len(lengths), BINS))
+    sig[np.asarray(lengths) == 0] = 0
+    return sig
+
+
+def band_keys(sig: np.ndarray) -> np.ndarray:
+    """Per band (BANDS × rows, uint64), one key mixing the band's ROWS values of each signature: two signatures
+    with the same values in a band have the same key (a collision only adds a candidate, which the agreement
+    and the exact Jaccard then decide)."""
+    keys = np.zeros((BANDS, len(sig)), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for band in range(BANDS):
+            key = np.zeros(len(sig), dtype=np.uint64)
+            for r in range(ROWS):
+                key = (key ^ sig[:, BAND_COLUMNS[band][r]]) * _MIX[r % len(_MIX)]
+            keys[band] = key
+    return keys
+
+
+def _top_bytes(sig32: np.ndarray) -> np.ndarray:
+    """The top byte of each 32-bit half (the signature value's top byte, `sig >> 56`), as a view of `sig32`."""
+    return sig32.view(np.uint8)[:, 3::4] if sys.byteorder == "little" else sig32.view(np.uint8)[:, 0::4]
 
 
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)

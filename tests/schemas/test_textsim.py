@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas import textsim
-from schemas.textsim import NearDuplicateIndex, _densify, jaccard, near_duplicates, shingle_hashes, shingles
+from schemas.textsim import (
+    NearDuplicateIndex,
+    _densify,
+    jaccard,
+    near_duplicates,
+    shingle_hashes,
+    shingles,
+    signatures,
+)
 from tests.conftest import REPO
 
 
@@ -138,7 +146,7 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     # and is reported when its exact shingle Jaccard is >= 0.5. Groups here reach hundreds of members.
     texts = _template_corpus()
     index = NearDuplicateIndex(texts)
-    sig = [row.tolist() for row in index.sig]
+    sig = [row.tolist() for row in signatures(*_hashes_and_lengths(texts))]
     sets = [shingle_hashes([t])[0].tolist() for t in texts]
     live = [i for i in range(len(texts)) if sets[i]]
     bands: dict[tuple[int, tuple[int, ...]], list[int]] = {}
@@ -201,11 +209,11 @@ def test_replacing_rows_together_is_replacing_them_one_by_one() -> None:
     for row, text in zip(rows, new, strict=True):
         one.replace(row, text)
     many.replace_many(rows, new)
-    assert (one.sig == many.sig).all()
+    assert _same_signatures(one, many)
     assert all(one.shingle_set(r) == many.shingle_set(r) for r in range(len(texts)))
     assert one.pairs() == many.pairs() and one.pairs(focus=rows) == many.pairs(focus=rows)
     fresh = NearDuplicateIndex([dict(zip(rows, new, strict=True)).get(i, t) for i, t in enumerate(texts)])
-    assert (fresh.sig == many.sig).all() and fresh.pairs() == many.pairs()
+    assert _same_signatures(fresh, many) and fresh.pairs() == many.pairs()
 
 
 def test_rows_rewritten_round_after_round_keep_the_index_equal_to_a_fresh_one() -> None:
@@ -227,7 +235,7 @@ def test_rows_rewritten_round_after_round_keep_the_index_equal_to_a_fresh_one() 
                 texts[row] = " ".join(f"w{rnd.randrange(40)}" for _ in range(rnd.randrange(0, 12)))
         index.replace_many(rows, [texts[r] for r in rows])
         fresh = NearDuplicateIndex(texts)
-        assert (index.sig == fresh.sig).all()
+        assert _same_signatures(index, fresh)
         for r in rnd.sample(range(len(texts)), 60):
             assert index.shingle_set(r) == set(shingle_hashes([texts[r]])[0].tolist())
         assert index.pairs() == fresh.pairs()
@@ -322,7 +330,41 @@ def test_an_index_built_a_batch_at_a_time_is_the_one_built_whole(
     monkeypatch.setattr(textsim, "BATCH_TEXTS", batch)
     monkeypatch.setattr(textsim, "MERGE_PENDING", 50)
     batched = NearDuplicateIndex(texts)
-    assert (batched.sig == whole.sig).all() and (batched._vocab == whole._vocab).all()
+    assert _same_signatures(batched, whole) and (batched._vocab == whole._vocab).all()
     for r, text in enumerate(texts):
         assert batched.shingle_set(r) == set(shingle_hashes([text])[0].tolist())
     assert batched.pairs() == whole.pairs() and len(whole.pairs()) > 0
+
+
+def _hashes_and_lengths(texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Every text's shingle hashes, and how many each text has."""
+    hashes, offsets = shingle_hashes(texts)
+    return hashes, np.diff(offsets)
+
+
+def _same_signatures(a: NearDuplicateIndex, b: NearDuplicateIndex) -> bool:
+    return bool((a.keys == b.keys).all() and (a.sig32 == b.sig32).all())
+
+
+def test_the_index_holds_its_signatures_band_keys_and_high_halves() -> None:
+    # what the search reads of a signature, restated from the module docstring on signatures made here: band
+    # b's key mixes bin b of each of the 3 sketches (two rows share a key when they share those 3 values), and
+    # the agreement compares the values' high 32 bits
+    texts = _template_corpus()
+    index = NearDuplicateIndex(texts)
+    sig = signatures(*_hashes_and_lengths(texts))
+    assert (index.sig32 == (sig >> np.uint64(32))).all() and index.sig32.dtype == np.uint32
+    live = [i for i, t in enumerate(texts) if shingle_hashes([t])[0].size]
+    for band in range(32):
+        values = {i: tuple(int(sig[i, k * 32 + band]) for k in range(3)) for i in live}
+        by_key: dict[int, set[tuple[int, ...]]] = {}
+        for i in live:
+            by_key.setdefault(int(index.keys[band, i]), set()).add(values[i])
+        by_values: dict[tuple[int, ...], set[int]] = {}
+        for i in live:
+            by_values.setdefault(values[i], set()).add(int(index.keys[band, i]))
+        assert all(len(keys) == 1 for keys in by_values.values())  # the same values, the same key
+        assert sum(len(v) > 1 for v in by_key.values()) == 0  # and no two value triples share one here
+    # the zero rows (no shingles) hold zeros, whatever their keys
+    empty = [i for i in range(len(texts)) if i not in set(live)]
+    assert empty and not index.sig32[empty].any()

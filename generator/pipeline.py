@@ -255,7 +255,7 @@ async def run_text_shard(job: ShardJob, rc: RunContext) -> list[Any] | SpilledSh
                     "no record may be dropped."
                 )
             if spiller is not None:
-                spiller.add(gen.held_texts(got))
+                spiller.add(gen.held_texts(got), [req.key for req in part])
             else:
                 results.extend(gen.held_texts(got))
             del part, got

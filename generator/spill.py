@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import pandas as pd
 from generator.objects.orders import BuildError
 
 CHANGED = "the work folder was changed during the build. Build again."
+FIX = "A writer must return one text (or null) for each field of every message; fix the writer (or its plug-in)."
 
 
 @dataclass(frozen=True)
@@ -54,26 +55,30 @@ class ShardSpiller:
         self.count = 0  # strings written
         self.at = 0  # bytes written
 
-    def add(self, results: Iterable[Sequence[Sequence[str | None]]]) -> None:
-        """Write a chunk of results (in order after those added before)."""
+    def add(self, results: Sequence[Sequence[Sequence[str | None]]], keys: Sequence[str]) -> None:
+        """Write a chunk of results (in order after those added before), each the result of the request whose
+        key is in `keys` (named in errors)."""
         width = len(self.fields)
         strings: list[Any] = []
         sizes: list[int] = []
-        for messages in results:
+        for key, messages in zip(keys, results, strict=True):
             sizes.append(len(messages))
-            for message in messages:
+            for m, message in enumerate(messages):
                 if len(message) != width:
                     raise BuildError(
                         f"A text result's message holds {len(message)} texts where {width} were expected "
-                        f"({', '.join(self.fields)})."
+                        f"({', '.join(self.fields)}): request {key}, message {m}. {FIX}"
                     )
                 strings.extend(message)
         if not set(map(type, strings)) <= {str}:
+            ends = np.cumsum(sizes)
             for i, text in enumerate(strings):
                 if text is not None and not isinstance(text, str):
+                    r = int(np.searchsorted(ends, i // width, side="right"))
+                    m = i // width - (int(ends[r - 1]) if r else 0)
                     raise BuildError(
                         f"The writer returned a value of type {type(text).__name__} for a message's "
-                        f"{self.fields[i % width]}, not text."
+                        f"{self.fields[i % width]}, not text: request {keys[r]}, message {m}. {FIX}"
                     )
             self.nulls.extend(self.count + i for i, text in enumerate(strings) if text is None)
             strings = ["" if text is None else text for text in strings]
@@ -193,7 +198,9 @@ class TextFill:
                 f"rows {start}..{start + len(rows)} are past the {len(self.messages)} rows filled"
             )
         width = len(self.columns)
+        # every field of the block's messages read in one pass over the files (message r's field f: r * width + f)
+        values = self.texts.strings((mine[:, None] * width + np.arange(width)).ravel())
         out = rows.copy(deep=False)
         for f, name in enumerate(self.columns):
-            out[name] = pd.Series(self.texts.strings(mine * width + f), index=rows.index, dtype=object)
+            out[name] = pd.Series(values[f::width], index=rows.index, dtype=object)
         return out

@@ -29,8 +29,9 @@ def spill(folder: Path, shards: list[list[tuple]]) -> SpilledTexts:
         spiller = ShardSpiller(folder, f"T.texts-{k}", FIELDS)
         # added in two chunks, as a shard adds each chunk of results the writer returns
         half = len(results) // 2
-        spiller.add(results[:half])
-        spiller.add(results[half:])
+        keys = [f"request {k}.{i}" for i in range(len(results))]
+        spiller.add(results[:half], keys[:half])
+        spiller.add(results[half:], keys[half:])
         out.append(spiller.close())
     return SpilledTexts(folder, out, FIELDS)
 
@@ -72,17 +73,23 @@ def test_a_fill_gives_each_row_its_messages_strings_block_by_block(tmp_path_fact
 
 def test_a_result_that_is_not_text_is_refused_naming_the_field(tmp_path: Path) -> None:
     spiller = ShardSpiller(tmp_path, "T.texts-0", FIELDS)
-    with pytest.raises(BuildError, match=r"returned a value of type int for a message's TextBody, not text"):
-        spiller.add([(("subject", 7),)])  # type: ignore[list-item]
-    with pytest.raises(BuildError, match=r"holds 1 texts where 2 were expected \(Subject, TextBody\)"):
-        spiller.add([(("subject",),)])
+    with pytest.raises(
+        BuildError,
+        match=r"returned a value of type int for a message's TextBody, not text: request 5003, message 1\.",
+    ):
+        spiller.add([(("a", "b"),), (("c", "d"), ("subject", 7))], ["5002", "5003"])  # type: ignore[list-item]
+    with pytest.raises(
+        BuildError,
+        match=r"holds 1 texts where 2 were expected \(Subject, TextBody\): request 5004, message 0\.",
+    ):
+        spiller.add([(("subject",),)], ["5004"])
     spiller.abandon()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_shard_file_changed_during_the_build_is_named(tmp_path: Path) -> None:
     spiller = ShardSpiller(tmp_path, "T.texts-0", FIELDS)
-    spiller.add([(("hello", "world"),)])
+    spiller.add([(("hello", "world"),)], ["5005"])
     shard = spiller.close()
     path = tmp_path / "T.texts-0"
     assert path.read_bytes() == b"helloworld"

@@ -366,5 +366,5 @@ def test_the_index_holds_its_signatures_band_keys_and_high_halves() -> None:
         assert all(len(keys) == 1 for keys in by_values.values())  # the same values, the same key
         assert sum(len(v) > 1 for v in by_key.values()) == 0  # and no two value triples share one here
     # the zero rows (no shingles) hold zeros, whatever their keys
-    empty = [i for i in range(len(texts)) if i not in set(live)]
+    empty = sorted(set(range(len(texts))) - set(live))
     assert empty and not index.sig32[empty].any()

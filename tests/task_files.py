@@ -16,9 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from orgs.bundle import Bundle
 from schemas.model import load_model
 from schemas.taskspec import CRMARENA_TASKS
-from validators.task_solver import MONTHS, TaskData, period_delta, solve
+from validators.task_solver import MONTHS, TaskData, _read, period_delta, solve
 
 FMT = "%Y-%m-%dT%H:%M:%SZ"
 NAMED = [*MONTHS, "Q1", "Q2", "Q3", "Q4", "Spring", "Summer", "Fall", "Autumn", "Winter"]
@@ -53,6 +54,8 @@ class Sampler:
         self.issues = sorted({str(i) for i in data.cases["IssueId__c"].dropna()})
         names = pd.read_csv(data.root / "data" / "Product2.csv", dtype=str)
         self.product_name = dict(zip(names["Id"], names["Name"], strict=True))
+        # the orders, typed as the solver types them (TaskData keeps only what the solver reads of them)
+        self.orders = _read(Bundle(data.root), "Order").set_index("Id")
 
     def today(self) -> datetime:
         span = (self.last - self.first).days + 60
@@ -87,7 +90,7 @@ class Sampler:
             # an order item (as its order and product), drawn from every order's products
             items = [(oid, pid) for oid, pids in data.products_of_order.items() for pid in pids]
             order_id, product_id = items[rng.randrange(len(items))]
-            order = data.orders[data.orders["Id"] == order_id].iloc[0]
+            order = self.orders.loc[order_id]
             contacts = [c for c, a in data.contact_account.items() if a == order["AccountId"]]
             name = self.product_name[product_id]
             period, count = rng.choice(

@@ -389,10 +389,12 @@ def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: p
     pd.testing.assert_frame_equal(whole.chats, batched.chats)
     assert len(whole.emails) > 7
     # every object is read and typed a batch at a time: the same frames as in one batch
-    for attr in ("cases", "assignments", "orders"):
+    for attr in ("cases", "assignments"):
         pd.testing.assert_frame_equal(getattr(whole, attr), getattr(batched, attr), check_exact=True)
-    # the order items, read a batch at a time and not kept: what is kept of them is the same
+    # the order items and the orders, read a batch at a time and not kept: what is kept of them is the same
     assert whole.products_of_order == batched.products_of_order and whole.item_order == batched.item_order
+    assert whole.order_date == batched.order_date
+    assert whole.activated_orders_on == batched.activated_orders_on
     assert sum(map(len, whole.products_of_order.values())) > 7 and len(whole.item_order) > 7
     # the owner assignments, kept batch by batch: the whole history's Owner Assignment rows, by date then Id
     from orgs.bundle import Bundle, type_frame
@@ -426,3 +428,25 @@ def test_what_is_kept_of_the_order_items_is_read_from_every_item(clean_bundle: P
     product = {r["Id"]: r["Product2Id"] for r in items}
     cases = data.cases.dropna(subset=["OrderItemId__c"])
     assert cases["Product2Id"].tolist() == [product[i] for i in cases["OrderItemId__c"]]
+
+
+def test_what_is_kept_of_the_orders_is_read_from_every_order(clean_bundle: Path) -> None:
+    """The orders are not kept: each order's day, and the orders each account activated on a day (in file
+    order), are, as the whole Order file (read here with the csv module) gives them."""
+    import csv
+    from datetime import date
+
+    from validators import task_solver
+
+    data = task_solver.TaskData.load(clean_bundle)
+    with (clean_bundle / "data" / "Order.csv").open(newline="", encoding="utf-8") as fh:
+        orders = list(csv.DictReader(fh))
+    days = {r["Id"]: date.fromisoformat(r["EffectiveDate"][:10]) for r in orders if r["EffectiveDate"]}
+    activated: dict[tuple[str, date], list[str]] = {}
+    for r in orders:
+        if r["Status"] == "Activated" and r["AccountId"] and r["EffectiveDate"]:
+            activated.setdefault((r["AccountId"], days[r["Id"]]), []).append(r["Id"])
+    assert len(days) > 10 and 0 < sum(map(len, activated.values())) < len(days)  # some orders are drafts
+    assert data.order_date == days
+    assert data.activated_orders_on == activated
+    assert not hasattr(data, "orders")

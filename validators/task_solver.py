@@ -264,7 +264,6 @@ class TaskData:
     case_created: np.ndarray
     assignments: pd.DataFrame  # Owner Assignment rows sorted by CreatedDate
     assign_created: np.ndarray
-    orders: pd.DataFrame
     contact_account: dict[str, str | None]
     product_words: dict[str, set[str]]
     user_names: dict[str, str]
@@ -332,7 +331,6 @@ class TaskData:
                     products_of_order.setdefault(str(oid), []).append(str(pid))
             del items
         del case_items
-        orders = _read(bundle, "Order")
         accounts = _read(bundle, "Account")
         history = _read(bundle, "CaseHistory__c", equal=("Field__c", OWNER_ASSIGNMENT))
         state_of_account = dict(zip(accounts["Id"].tolist(), accounts["ShippingState"].tolist(), strict=True))
@@ -369,7 +367,6 @@ class TaskData:
             case_created=_times(cases["CreatedDate"]),
             assignments=oa,
             assign_created=_times(oa["CreatedDate"]),
-            orders=orders,
             contact_account=dict(zip(contacts["Id"], contacts["AccountId"], strict=True)),
             product_words=product_words,
             user_names=user_names,
@@ -396,14 +393,17 @@ class TaskData:
         data.case_position = {str(k): i for i, k in enumerate(cases["Id"].tolist())}
         data.item_order = item_order
         data.products_of_order = products_of_order
-        for oid, account, status, day in zip(
-            *(orders[c].tolist() for c in ("Id", "AccountId", "Status", "EffectiveDate")), strict=True
-        ):
-            if pd.isna(day):
-                continue
-            data.order_date[str(oid)] = day.date()
-            if status == "Activated" and account:
-                data.activated_orders_on.setdefault((str(account), day.date()), []).append(str(oid))
+        # the orders, like the items, a batch at a time: what the tasks read of them is each order's day and
+        # which orders an account activated on a day
+        for orders in _read_batches(bundle, "Order"):
+            for oid, account, status, day in zip(
+                *(orders[c].tolist() for c in ("Id", "AccountId", "Status", "EffectiveDate")), strict=True
+            ):
+                if pd.isna(day):
+                    continue
+                data.order_date[str(oid)] = day.date()
+                if status == "Activated" and account:
+                    data.activated_orders_on.setdefault((str(account), day.date()), []).append(str(oid))
         return data
 
     # -- slices --------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ import hashlib
 import re
 import sys
 from array import array
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -131,13 +130,17 @@ _WORD_HASH = _WordHashes()
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
-MERGE_PENDING = 1 << 22  # candidate pairs waiting before they are merged into the distinct ones
+# candidate pairs (or a first pass's distinct hashes) waiting before they are merged into the distinct ones: a
+# merge holds them about three times over (8 bytes each), ~50 MB at 2 M (4 M held ~40 MB more at the peak of
+# a search of scale 300's cases, for no measurable gain in time)
+MERGE_PENDING = 1 << 21
 # candidate pairs whose signatures are compared at a time: each one gathers both rows' 96 values twice (as bytes,
 # then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
 AGREEMENT_CHUNK = 8192
 # candidate pairs whose exact Jaccard similarity is computed at a time (`_jaccards`): ~100 shingles per pair, as
-# 8-byte keys sorted together, ~25 MB per chunk
-EXACT_CHUNK = 1 << 15
+# 8-byte keys made, gathered and sorted together, ~20 MB per chunk at 8,192 (32,768 held ~80 MB more at the peak
+# of a search of scale 300's cases, for no measurable gain in time)
+EXACT_CHUNK = 1 << 13
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -240,21 +243,21 @@ class NearDuplicateIndex:
         # the signature itself (Case.Description at scale 300: 179 MB instead of 214)
         self.keys = np.zeros((BANDS, n), dtype=np.uint64)
         self.sig32 = np.zeros((n, WIDTH), dtype=np.uint32)
-        # the texts' shingles hashed a batch at a time, each batch signed (a row's signature depends on its
-        # shingles alone) and held apart, the distinct hashes gathered as they come; the batches are let go
-        # as `_put_batches` numbers them (held as one array beside the numbered rows, they were ~110 MB of
-        # the index's build for scale 300's 293,100 cases)
-        held: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque()
+        # two passes over the texts, a batch at a time: the first signs each batch (a row's signature depends
+        # on its shingles alone) and gathers the distinct hashes; the second hashes the batches again and numbers
+        # them (`_put_batches`). Holding the first pass's batches for the second instead held 8 bytes per shingle
+        # of every text (~115 MB for scale 300's 293,100 cases; hashing again costs ~2 s there)
         distinct = np.zeros(0, dtype=np.uint64)
         pending: list[np.ndarray] = []
-        waiting = 0
+        waiting = shingles = 0
         for rows, hashes, lengths in _hash_batches(texts):
             self._sign(rows, hashes, lengths)
             pending.append(_unique(hashes))
             waiting += len(pending[-1])
+            shingles += len(hashes)
+            del hashes
             if waiting >= MERGE_PENDING:
                 distinct, waiting = _merge(distinct, pending), 0
-            held.append((rows, hashes, lengths))
         self._vocab = _merge(distinct, pending)
         self._added = np.zeros(0, dtype=np.uint64)  # code len(_vocab) + k: the k-th hash first met on replace
         self._added_sorted = np.zeros(0, dtype=np.uint64)
@@ -263,12 +266,9 @@ class NearDuplicateIndex:
         self._start = np.zeros(n, dtype=np.int64)
         self._size = np.zeros(n, dtype=np.int64)
         self._garbage = 0
-
-        def let_go() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-            while held:
-                yield held.popleft()
-
-        self._put_batches(let_go())
+        if len(self._vocab) > np.iinfo(self._codes.dtype).max:
+            self._codes = self._codes.astype(np.int64)
+        self._put_batches(_hash_batches(texts), capacity=shingles)
 
     @property
     def _distinct_count(self) -> int:
@@ -303,13 +303,24 @@ class NearDuplicateIndex:
                 self._codes = self._codes.astype(np.int64)
         return codes[repeat]
 
-    def _put_batches(self, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    def _put_batches(
+        self, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], capacity: int | None = None
+    ) -> None:
         """Set each batch's rows' shingles as sorted distinct codes, appended to `_codes`: batches of (rows, their
-        shingles' hashes in row order, each row's count of them), numbered in turn (memory bounded by a batch)."""
-        parts = [self._codes]
+        shingles' hashes in row order, each row's count of them), numbered in turn (memory bounded by a batch).
+
+        `capacity` (the batches' shingles in all, an upper bound of their distinct codes): the codes are written
+        into one array of that size, shrunk to fit at the end, rather than gathered and joined (the join held
+        the codes twice: ~57 MB more for scale 300's cases)."""
         end = len(self._codes)
+        parts = [self._codes]
+        into = np.empty(end + capacity, dtype=self._codes.dtype) if capacity is not None else None
+        if into is not None:
+            into[:end] = self._codes
         for batch, hashes, lengths in batches:
             codes = self._lookup(hashes)
+            if into is not None and into.dtype != self._codes.dtype:  # `_lookup` widened the codes
+                into = into.astype(self._codes.dtype)
             width = max(self._distinct_count, 1)
             keyed = np.repeat(np.arange(len(batch), dtype=np.int64) * width, lengths)
             keyed += codes
@@ -320,9 +331,16 @@ class NearDuplicateIndex:
             self._garbage += int(self._size[batch].sum())
             self._start[batch] = end + np.cumsum(sizes) - sizes
             self._size[batch] = sizes
-            parts.append((keyed - local * width).astype(self._codes.dtype))
+            if into is not None:
+                into[end : end + len(keyed)] = keyed - local * width
+            else:
+                parts.append((keyed - local * width).astype(self._codes.dtype))
             end += len(keyed)
-        self._codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if into is not None:
+            into.resize(end, refcheck=False)  # shrunk in place: the rows' repeated shingles were counted
+            self._codes = into
+        else:
+            self._codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
         if self._garbage > len(self._codes) // 2:
             self._compact()
 

@@ -368,3 +368,23 @@ def test_the_index_holds_its_signatures_band_keys_and_high_halves() -> None:
     # the zero rows (no shingles) hold zeros, whatever their keys
     empty = sorted(set(range(len(texts))) - set(live))
     assert empty and not index.sig32[empty].any()
+
+
+def test_a_new_index_holds_each_rows_distinct_codes_once_and_nothing_more() -> None:
+    # A new index numbers its texts into one array sized for every shingle, shrunk to the distinct ones at the
+    # end: texts repeating shingles leave it exactly as long as the rows' distinct codes, each row's codes
+    # standing for its own shingle set (restated from the hashes).
+    texts: list[str | None] = [
+        "a b c a b c a b c",
+        "one two three one two three four",
+        None,
+        "",
+        "x y",
+        *_template_corpus()[:40],
+    ]
+    index = NearDuplicateIndex(texts)
+    _, lengths = _hashes_and_lengths(texts)
+    assert len(index._codes) == int(index._size.sum()) < int(lengths.sum())  # repeats were dropped
+    for r, text in enumerate(texts):
+        own = set(shingle_hashes([text])[0].tolist())
+        assert index.shingle_set(r) == own and int(index._size[r]) == len(own)

@@ -82,3 +82,48 @@ def test_rewriting_that_makes_no_progress_fails_soon(monkeypatch: pytest.MonkeyP
     with pytest.raises(BuildError, match=r"Case: 29 text\(s\) are still near-duplicates after 3 rounds"):
         run(writer, monkeypatch)
     assert writer.calls == [29, 29, 29]
+
+
+class RecordingWriter(SlowWriter):
+    """SlowWriter that records every request it is asked for (key and facts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[list[tuple[str, dict[str, Any]]]] = []
+
+    async def write(self, kind: str, reqs: list[TextRequest]) -> list[dict[str, Any]]:
+        self.asked.append([(r.key, dict(r.facts)) for r in reqs])
+        return await super().write(kind, reqs)
+
+
+class OnDemandGen(FakeGen):
+    """FakeGen whose requests are made from its frame, a row's alone (`requests_per_row`)."""
+
+    requests_per_row = True
+
+    def text_requests(self, ctx: Any, frame: pd.DataFrame) -> list[TextRequest]:
+        return [TextRequest(TextKind.CASE, str(r), {"row": int(r)}) for r in frame["row"]]
+
+
+def test_requests_made_on_demand_are_rewritten_as_kept_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Requests made on demand are not kept once rewritten (a scale-300 org's rewritten cases held ~75 MB): a
+    # row's next rewrite is its request made again with the attempt counter set. The writer is asked exactly
+    # what it is asked when every request is a kept list, round by round, and the texts are the same.
+    rows = 30
+    gen = OnDemandGen()
+    frame = pd.DataFrame({"Description": [SAME] * rows, "row": range(rows)})
+    kept = gen.text_requests(None, frame)
+    outs, asked = [], []
+    for reqs in (kept, pipeline.RequestsOnDemand(gen, None, frame)):  # type: ignore[arg-type]
+        writer = RecordingWriter()
+        texts = [{"text": SAME} for _ in range(rows)]
+        outs.append(
+            asyncio.run(pipeline._regenerate_near_duplicates(None, writer, gen, frame, reqs, texts))  # type: ignore[arg-type]
+        )
+        asked.append(writer.asked)
+        if isinstance(reqs, pipeline.RequestsOnDemand):
+            assert reqs.changed == {}
+    assert asked[0] == asked[1] and len(asked[0]) == 9
+    assert all(facts["attempt"] >= 1 and facts["row"] == int(key) for call in asked[1] for key, facts in call)
+    pd.testing.assert_frame_equal(outs[0][0], outs[1][0])
+    assert outs[0][1] == outs[1][1] == 29

@@ -266,14 +266,18 @@ class NearDuplicateIndex:
         self._start = np.zeros(n, dtype=np.int64)
         self._size = np.zeros(n, dtype=np.int64)
         self._garbage = 0
-        if len(self._vocab) > np.iinfo(self._codes.dtype).max:
-            self._codes = self._codes.astype(np.int64)
+        self._fit_codes()
         self._put_batches(_hash_batches(texts), capacity=shingles)
 
     @property
     def _distinct_count(self) -> int:
         """How many codes there are (the distinct hashes met so far)."""
         return len(self._vocab) + len(self._added)
+
+    def _fit_codes(self) -> None:
+        """Widen `_codes` to int64 once there are more codes than int32 holds."""
+        if self._distinct_count > np.iinfo(self._codes.dtype).max:
+            self._codes = self._codes.astype(np.int64)
 
     def _lookup(self, hashes: np.ndarray) -> np.ndarray:
         """The codes of `hashes`, numbering the ones never met (after all the others, in sorted order). Each
@@ -299,8 +303,7 @@ class NearDuplicateIndex:
             order = np.argsort(merged, kind="stable")
             self._added_sorted = merged[order]
             self._added_codes = np.concatenate((self._added_codes, numbers))[order]
-            if self._distinct_count > np.iinfo(self._codes.dtype).max:
-                self._codes = self._codes.astype(np.int64)
+            self._fit_codes()
         return codes[repeat]
 
     def _put_batches(
@@ -331,11 +334,12 @@ class NearDuplicateIndex:
             self._garbage += int(self._size[batch].sum())
             self._start[batch] = end + np.cumsum(sizes) - sizes
             self._size[batch] = sizes
+            numbered = keyed - local * width
             if into is not None:
-                into[end : end + len(keyed)] = keyed - local * width
+                into[end : end + len(numbered)] = numbered
             else:
-                parts.append((keyed - local * width).astype(self._codes.dtype))
-            end += len(keyed)
+                parts.append(numbered.astype(self._codes.dtype))
+            end += len(numbered)
         if into is not None:
             into.resize(end, refcheck=False)  # shrunk in place: the rows' repeated shingles were counted
             self._codes = into

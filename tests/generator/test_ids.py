@@ -29,6 +29,21 @@ def test_vectorised_ids_equal_the_scalar_definition() -> None:
     assert all(is_valid_id(i, "802") for i in ids)
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 16])
+def test_ids_made_a_chunk_at_a_time_are_the_scalar_definition(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Ids are made ID_CHUNK at a time (a bound on the temporaries): across every chunk boundary they are still
+    the scalar definition, in order."""
+    from generator import ids
+
+    monkeypatch.setattr(ids, "ID_CHUNK", chunk)
+    made = make_ids("a1M", 61, 300)
+    assert made.dtype == object and len(made) == 300
+    assert list(made) == [to18("a1MWs0" + base62(object_offset("a1M") + 61 + i, 9)) for i in range(300)]
+    assert len(make_ids("a1M", 0, 0)) == 0
+
+
 def test_ids_look_like_the_org() -> None:
     one = make_id("500", 0)
     assert len(one) == 18 and one.startswith("500Ws0")

@@ -24,6 +24,7 @@ import pandas as pd
 
 from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
+from generator.objects.base import share_repeated_strings
 from generator.objects.fields import RuleFields
 from generator.spill import ShardSpiller, SpilledShard, SpilledTexts, TextFill
 from generator.text.base import LANDS_IN, TextRequest, TextWriter
@@ -193,7 +194,10 @@ def run_structured_shard(job: ShardJob, rc: RunContext) -> list[tuple[int, pd.Da
     gen = GENERATORS[job.sobject]
     blocks = gen.n_blocks(rc.build)
     with gc_paused():
-        return [(b, gen.block(rc.build, b)) for b in shard_slice(blocks, job.shard, job.shards)]
+        return [
+            (b, share_repeated_strings(gen.block(rc.build, b)))
+            for b in shard_slice(blocks, job.shard, job.shards)
+        ]
 
 
 # requests made and written at a time within a text shard, where the generator makes them a slice at a time:

@@ -125,11 +125,6 @@ LANDS_IN: dict[TextKind, dict[str, tuple[str, str]]] = {
 }
 
 
-def text_columns(kind: TextKind, results: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """The record fields a batch of results (one per record, in order) fills: field → values (`LANDS_IN`)."""
-    return {field: [r[key] for r in results] for key, (_, field) in LANDS_IN[kind].items()}
-
-
 class TextWriter(ABC):
     """Writes free text for batches of requests of one kind."""
 

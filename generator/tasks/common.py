@@ -372,15 +372,6 @@ class OrgData:
     issues = cached_property(lambda self: self.frame("Issue__c"))
     knowledge = cached_property(lambda self: self.frame("Knowledge__kav"))
     emails = cached_property(lambda self: self.frame("EmailMessage"))
-    # the agent's (outgoing) emails only, without their Id: what PVI reads of EmailMessage (customers' emails
-    # are a third of the object's rows and text)
-    agent_emails = cached_property(
-        lambda self: self.read_typed(
-            "EmailMessage",
-            ("ParentId", "TextBody", "Incoming", "MessageDate"),
-            keep=lambda part: ~part["Incoming"].astype(bool),
-        )
-    )
     chats = cached_property(lambda self: self.frame("LiveChatTranscript"))
     latent_cases = cached_property(  # only what the samplers read (the whole table is ~25 columns)
         lambda self: self.bundle.read_latent("Case", LATENT_CASE_COLUMNS).set_index("Id")

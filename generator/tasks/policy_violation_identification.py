@@ -9,6 +9,8 @@ Reference solver (crmarena.md §7.5), with orgseed's stated choices:
 from __future__ import annotations
 
 import random
+from array import array
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -28,45 +30,139 @@ def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
     cases = data.by_id("cases")
     issue_key = data.issue_key(cases.at[params["case_id"], "IssueId__c"])
     policy = data.policies["issues"][issue_key]["remedies"]
-    phrases = sorted(
-        ((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0])
-    )
     item = cases.at[params["case_id"], "OrderItemId__c"]
     ordered = data.by_id("orders").at[data.by_id("case_items").at[item, "OrderId"], "EffectiveDate"].date()
-    users = data.by_id("users")
-    turns: list[tuple[str, date]] = []
-    chats = _columns(data, "chats", ("OwnerId", "Body"), "StartTime")
-    at = data.positions_with("chats", "CaseId", params["case_id"])
-    for owner, body, day in zip(*(col[at].tolist() for col in chats), strict=True):
-        who = f"{users.at[owner, 'FirstName']} {users.at[owner, 'LastName']} (Agent): "
-        turns += [(line[len(who) :], day) for line in str(body).splitlines() if line.startswith(who)]
-    mail = _columns(data, "agent_emails", ("TextBody",), "MessageDate")  # outgoing only
-    at = data.positions_with("agent_emails", "ParentId", params["case_id"])
-    turns += [(str(t), day) for t, day in zip(*(col[at].tolist() for col in mail), strict=True)]
     broken: dict[str, Any] = {}
-    for text, when in turns:
-        lowered = text.lower()
-        for phrase, key in phrases:
-            if phrase.lower() in lowered:
-                lowered = lowered.replace(phrase.lower(), " ")
-                days = (when - ordered).days
-                if key not in policy or days > policy[key]:
-                    broken[key] = {"days": days, "window": policy.get(key)}
+    for key, when in _offers(data).of(data, params["case_id"]):
+        days = (when - ordered).days
+        if key not in policy or days > policy[key]:
+            broken[key] = {"days": days, "window": policy.get(key)}
     if not broken:
         return Solution(None, {})
     return Solution(data.policy_article(issue_key), broken)
 
 
-def _columns(data: OrgData, name: str, texts: tuple[str, ...], stamp: str) -> list[np.ndarray]:
-    """Columns `texts` of frame `name` and the day of its `stamp` column (datetime64[D]: `tolist` gives
-    `datetime.date`s, the dates of the timestamps), as arrays, made once: a case's rows are a few
-    positions of each."""
-    key = f"pvi:{name}"
-    if key not in data.cache:
-        frame: pd.DataFrame = getattr(data, name)
-        days = frame[stamp].to_numpy().astype("datetime64[D]")
-        data.cache[key] = [*(frame[c].to_numpy() for c in texts), days]
-    return data.cache[key]
+def remedy_phrases(data: OrgData) -> list[tuple[str, str]]:
+    """(phrase, remedy) for every remedy of the policies, the longest phrase first: the order offers are read in."""
+    return sorted(((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0]))
+
+
+def offered(text: str, phrases: list[tuple[str, str]]) -> list[str]:
+    """The remedies an agent's turn offers, in `phrases`' order: each phrase found (ignoring case) counts once
+    and is blanked out, so a shorter phrase inside a longer one found first is not counted again."""
+    lowered = text.lower()
+    found = []
+    for phrase, key in phrases:
+        if phrase.lower() in lowered:
+            lowered = lowered.replace(phrase.lower(), " ")
+            found.append(key)
+    return found
+
+
+@dataclass(frozen=True)
+class Offers:
+    """Every remedy offered in an agent's turn (a line of theirs in a chat, an outgoing email), found once
+    for the whole org as its chats and emails are read a block at a time: the turns that offer nothing, and
+    the texts, are never held (at scale 1,000 the chats' bodies and the agents' emails were ~1 GB of the task
+    builders' memory). One entry per offer, by the case's position in `cases` (stably: a case's offers in
+    the order of its turns, chats before emails, each in record order, as the solver reads them)."""
+
+    cases: np.ndarray  # sorted positions in data.by_id("cases")
+    days: np.ndarray  # datetime64[D]: the day of the turn's chat start or email
+    remedies: np.ndarray  # numbers of `keys`
+    keys: tuple[str, ...]
+    unknown_owner: dict[int, str]  # case position -> the first OwnerId of its chats that is not a user
+
+    def of(self, data: OrgData, case_id: str) -> list[tuple[str, date]]:
+        """The (remedy, day) of case `case_id`'s offers, in the order of its turns."""
+        at = int(data.by_id("cases").index.get_loc(case_id))
+        if at in self.unknown_owner:
+            raise KeyError(self.unknown_owner[at])  # a chat whose agent is no user: its turns cannot be told
+        lo, hi = np.searchsorted(self.cases, [at, at + 1])
+        days = self.days[lo:hi].tolist()
+        return [(self.keys[r], d) for r, d in zip(self.remedies[lo:hi].tolist(), days, strict=True)]
+
+
+def _offers(data: OrgData) -> Offers:
+    if "pvi:offers" not in data.cache:
+        data.cache["pvi:offers"] = read_offers(data)
+    offers: Offers = data.cache["pvi:offers"]
+    return offers
+
+
+def read_offers(data: OrgData) -> Offers:
+    """The org's `Offers`: the agents' lines of every chat (those that begin with the owner's name and
+    "(Agent): "), then every outgoing email's text, read a block at a time."""
+    phrases = remedy_phrases(data)
+    keys = tuple(sorted({k for _, k in phrases}))
+    number = {k: i for i, k in enumerate(keys)}
+    cases = data.by_id("cases").index
+    users = data.by_id("users")
+    who = {
+        owner: f"{first} {last} (Agent): "
+        for owner, first, last in zip(users.index, users["FirstName"], users["LastName"], strict=True)
+    }
+    # a text none of whose phrases it holds anywhere has no turn that offers one: passed over unsplit (exact for
+    # ASCII phrases, whose matches lower-casing a part of the text cannot change)
+    lowered = [phrase.lower() for phrase, _ in phrases]
+    screen = all(phrase.isascii() for phrase in lowered)
+    # one entry per offer found, held as machine integers (a day as its number, NaT included)
+    found_cases, found_days, found_keys = array("q"), array("q"), array("h")
+    unknown: dict[int, str] = {}
+
+    def turns(part: pd.DataFrame, case: str, texts: Any, stamp: str, lines: bool) -> None:
+        at = cases.get_indexer(part[case])
+        days = part[stamp].to_numpy().astype("datetime64[D]").view(np.int64).tolist()
+        owners = part["OwnerId"].tolist() if lines else [None] * len(part)
+        for k, (pos, text, owner) in enumerate(zip(at.tolist(), texts, owners, strict=True)):
+            if pos < 0:
+                continue  # no case of the org: no question names it
+            prefix = who.get(owner) if lines else None
+            if lines and prefix is None:
+                unknown.setdefault(pos, owner)
+                continue
+            if screen:
+                whole = str(text).lower()
+                if not any(phrase in whole for phrase in lowered):
+                    continue
+            if prefix is not None:
+                said = [line[len(prefix) :] for line in str(text).splitlines() if line.startswith(prefix)]
+            else:
+                said = [str(text)]
+            for turn in said:
+                for key in offered(turn, phrases):
+                    found_cases.append(pos)
+                    found_days.append(days[k])
+                    found_keys.append(number[key])
+
+    def nothing(part: pd.DataFrame) -> np.ndarray:
+        return np.zeros(len(part), dtype=bool)
+
+    if data.bundle.has_data("LiveChatTranscript"):
+        data.read_typed(
+            "LiveChatTranscript",
+            ("CaseId", "OwnerId", "Body", "StartTime"),
+            keep=nothing,
+            each=lambda part: turns(part, "CaseId", part["Body"].tolist(), "StartTime", True),
+        )
+    if data.bundle.has_data("EmailMessage"):
+
+        def outgoing(part: pd.DataFrame) -> None:
+            mine = part[~part["Incoming"].astype(bool)]
+            turns(mine, "ParentId", mine["TextBody"].tolist(), "MessageDate", False)
+
+        data.read_typed(
+            "EmailMessage", ("ParentId", "TextBody", "Incoming", "MessageDate"), keep=nothing, each=outgoing
+        )
+    at = np.frombuffer(found_cases, dtype=np.int64)
+    order = np.argsort(at, kind="stable")
+    return Offers(
+        cases=at[order],
+        days=np.frombuffer(found_days, dtype=np.int64).view("datetime64[D]")[order],
+        remedies=np.frombuffer(found_keys, dtype=np.int16)[order],
+        keys=keys,
+        unknown_owner=unknown,
+    )
 
 
 def sampler_policy_violation(data: OrgData) -> Any:

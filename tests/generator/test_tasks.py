@@ -384,15 +384,72 @@ def test_large_objects_read_in_blocks_equal_the_whole_read(
         whole = type_frame(spec, data.bundle.read_columns(name, columns))
         assert len(whole) > 2 * 97, name  # the property needs several blocks
         pd.testing.assert_frame_equal(data.frame(name), whole, check_exact=True)
-    # the agent's emails: the outgoing rows of the whole object, in record order, read block by block
-    emails = data.emails
-    outgoing = emails[~emails["Incoming"].astype(bool)]
-    assert 0 < len(outgoing) < len(emails)
-    pd.testing.assert_frame_equal(
-        data.agent_emails,
-        outgoing[["ParentId", "TextBody", "Incoming", "MessageDate"]].reset_index(drop=True),
-        check_exact=True,
-    )
+
+
+def _offers_restated(data: OrgData, case_id: str) -> list[tuple[str, Any]]:
+    """PVI's reading of a case's offers restated from the policy text over the whole objects read at once:
+    the agent's lines of the case's chats (those beginning "<First> <Last> (Agent): "), then its outgoing
+    emails; in each turn every remedy phrase found, longest first, ignoring case, each counted once."""
+    from orgs.bundle import type_frame
+
+    def whole(name: str, columns: tuple[str, ...]) -> pd.DataFrame:
+        return type_frame(data.model.get(name), data.bundle.read_columns(name, columns))
+
+    users = whole("User", ("Id", "FirstName", "LastName")).set_index("Id")
+    chats = whole("LiveChatTranscript", ("CaseId", "OwnerId", "Body", "StartTime"))
+    emails = whole("EmailMessage", ("ParentId", "TextBody", "Incoming", "MessageDate"))
+    remedies = data.policies["remedies"]
+    phrases = sorted(((v["phrase"], k) for k, v in remedies.items()), key=lambda x: -len(x[0]))
+    turns = []
+    for _, chat in chats[chats["CaseId"] == case_id].iterrows():
+        who = f"{users.at[chat['OwnerId'], 'FirstName']} {users.at[chat['OwnerId'], 'LastName']} (Agent): "
+        day = chat["StartTime"].date()
+        turns += [(line[len(who) :], day) for line in str(chat["Body"]).splitlines() if line.startswith(who)]
+    mine = emails[(emails["ParentId"] == case_id) & ~emails["Incoming"].astype(bool)]
+    turns += [(str(e["TextBody"]), e["MessageDate"].date()) for _, e in mine.iterrows()]
+    found = []
+    for text, day in turns:
+        rest = text.lower()
+        for phrase, key in phrases:
+            if phrase.lower() in rest:
+                rest = rest.replace(phrase.lower(), " ")
+                found.append((key, day))
+    return found
+
+
+def test_the_offers_read_in_blocks_are_those_of_the_whole_chats_and_emails(
+    default_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PVI reads every remedy offered in the org once, a block at a time, keeping no text: for the cases of
+    both answers (a violation, none) and with blocks of 97 rows, a case's offers are what the policy's
+    reading of its whole chats and emails finds, in the same order, and so is the solver's answer."""
+    from generator.tasks import common
+    from generator.tasks.policy_violation_identification import _offers, solve_policy_violation
+
+    monkeypatch.setattr(common, "READ_ROWS", 97)
+    data = OrgData(default_bundle)
+    lat = data.latent_cases
+    violated = sorted(lat.index[lat["_violation"] == "true"])[:12]
+    clean = sorted(lat.index[(lat["_violation"] == "false") & (lat["_offer_channel"] != "none")])[:12]
+    offers = _offers(data)
+    assert len(offers.cases) > 2 * 97  # many blocks of chats and emails were read
+    seen = 0
+    for case_id in violated + clean:
+        expected = _offers_restated(data, case_id)
+        assert offers.of(data, case_id) == expected, case_id
+        seen += bool(expected)
+        # the solver's answer from the restated offers
+        cases = data.by_id("cases")
+        issue = data.issue_key(cases.at[case_id, "IssueId__c"])
+        policy = data.policies["issues"][issue]["remedies"]
+        item = cases.at[case_id, "OrderItemId__c"]
+        ordered = (
+            data.by_id("orders").at[data.by_id("case_items").at[item, "OrderId"], "EffectiveDate"].date()
+        )
+        broke = {k for k, day in expected if k not in policy or (day - ordered).days > policy[k]}
+        answer = solve_policy_violation(data, {"case_id": case_id}).answer
+        assert answer == (data.policy_article(issue) if broke else None), case_id
+    assert seen >= 12 and violated and clean
 
 
 def test_sampled_created_is_the_row_pandas_samples() -> None:

@@ -170,6 +170,17 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(textsim, "EXACT_CHUNK", 5)
     assert index.pairs() == want
     assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+    # the exact check given a few agreeing candidates at a time: the pairs kept are the same, in order
+    monkeypatch.setattr(textsim, "EXACT_SLICE", 3)
+    assert index.pairs() == want
+    assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
+    # and as arrays: the same pairs, with the similarities unrounded
+    lo, hi, sims = index.pair_arrays()
+    assert lo.dtype == hi.dtype == np.int64 and sims.dtype == np.float64
+    assert [
+        (a, b, round(x, 4)) for a, b, x in zip(lo.tolist(), hi.tolist(), sims.tolist(), strict=True)
+    ] == want
+    assert all(x >= 0.5 for x in sims.tolist())
     # candidates checked and merged in batches of a few (both the small groups' and the many-member groups'):
     # a pair met in several batches is kept once, the pairs are the same
     monkeypatch.setattr(textsim, "MERGE_PENDING", 3)

@@ -493,6 +493,45 @@ def test_order_items_and_assignments_read_in_blocks_equal_the_whole_tables(
     assert "frame:OrderItem" not in data.cache and "frame:CaseHistory__c" not in data.cache
 
 
+def test_order_items_naming_no_known_order_or_product_keep_the_values_read(
+    default_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The links kept of OrderItem refer to the ids of the frames held; an item whose order or product the
+    org lacks keeps the value it was read with, and the rest are unchanged (expected values: the whole table
+    filtered here)."""
+    import csv
+
+    import generator.tasks.common as common
+
+    root = copy_bundle(default_bundle, tmp_path / "bundle")
+    path = root / "data" / "OrderItem.csv"
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    wanted = set(OrgData(root).frame("Case")["OrderItemId__c"].dropna())
+    case_rows = [k for k, r in enumerate(rows) if r["Id"] in wanted]
+    other = next(k for k, r in enumerate(rows) if r["Id"] not in wanted)
+    rows[case_rows[0]]["OrderId"] = "801Ws0000000000AAA"  # no such order
+    rows[case_rows[1]]["Product2Id"] = "01tWs0000000000AAA"  # no such product
+    rows[other]["Product2Id"] = ""  # none
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    whole = OrgData(root)
+    items = whole.items
+    monkeypatch.setattr(common, "READ_ROWS", 5)
+    data = OrgData(root)
+    pd.testing.assert_frame_equal(data.case_items, items[items["Id"].isin(wanted)].reset_index(drop=True))
+    positions, products = data.item_links()
+    assert np.array_equal(positions, whole.orders.set_index("Id").index.get_indexer(items["OrderId"]))
+    assert products.tolist()[:other] == items["Product2Id"].tolist()[:other]
+    assert (
+        pd.isna(products[other])
+        and products.tolist()[other + 1 :] == items["Product2Id"].tolist()[other + 1 :]
+    )
+    assert positions[case_rows[0]] == -1 and products[case_rows[1]] == "01tWs0000000000AAA"
+
+
 def test_the_builders_never_hold_order_items_or_history_whole(
     default_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -127,3 +127,29 @@ def test_requests_made_on_demand_are_rewritten_as_kept_ones(monkeypatch: pytest.
     assert all(facts["attempt"] >= 1 and facts["row"] == int(key) for call in asked[1] for key, facts in call)
     pd.testing.assert_frame_equal(outs[0][0], outs[1][0])
     assert outs[0][1] == outs[1][1] == 29
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 7])
+def test_a_round_rewritten_a_chunk_at_a_time_asks_and_gives_what_one_call_does(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    # A round rewrites TEXT_CHUNK rows at a time (scale 1,000's first round held ~1 GB of requests at once):
+    # the writer is asked the same requests in the same order, in calls of at most `chunk`, and the texts
+    # and the rewrite count are those of rounds written in one call each.
+    rows = 30
+    gen = OnDemandGen()
+    frame = pd.DataFrame({"Description": [SAME] * rows, "row": range(rows)})
+    runs = []
+    for size in (rows, chunk):
+        monkeypatch.setattr(pipeline, "TEXT_CHUNK", size)
+        writer = RecordingWriter()
+        texts = [{"text": SAME} for _ in range(rows)]
+        reqs = pipeline.RequestsOnDemand(gen, None, frame)  # type: ignore[arg-type]
+        out = asyncio.run(pipeline._regenerate_near_duplicates(None, writer, gen, frame, reqs, texts))  # type: ignore[arg-type]
+        runs.append((out, writer.asked))
+    (whole, asked_whole), (chunked, asked_chunked) = runs
+    assert all(len(call) <= chunk for call in asked_chunked)
+    assert len(asked_chunked) > len(asked_whole) == 9
+    assert [r for call in asked_chunked for r in call] == [r for call in asked_whole for r in call]
+    pd.testing.assert_frame_equal(whole[0], chunked[0])
+    assert whole[1] == chunked[1] == 29

@@ -569,7 +569,7 @@ async def _regenerate_near_duplicates(
         rows = sorted(redo)
         # rewritten TEXT_CHUNK rows at a time, as the text shards write (a request's text depends on that
         # request alone): a round's requests, their rewritten copies and new texts are held for one chunk, not
-        # for every row it rewrites (scale 1,000's first round rewrites ~800,000 cases: ~1 GB of requests)
+        # for every row it rewrites (scale 1,000's first round rewrites 241,835 cases)
         for start in range(0, len(rows), TEXT_CHUNK):
             part = rows[start : start + TEXT_CHUNK]
             again = []

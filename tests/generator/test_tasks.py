@@ -386,18 +386,19 @@ def test_large_objects_read_in_blocks_equal_the_whole_read(
         pd.testing.assert_frame_equal(data.frame(name), whole, check_exact=True)
 
 
-def _offers_restated(data: OrgData, case_id: str) -> list[tuple[str, Any]]:
-    """PVI's reading of a case's offers restated from the policy text over the whole objects read at once:
-    the agent's lines of the case's chats (those beginning "<First> <Last> (Agent): "), then its outgoing
-    emails; in each turn every remedy phrase found, longest first, ignoring case, each counted once."""
+def _whole(data: OrgData, name: str, columns: tuple[str, ...]) -> pd.DataFrame:
     from orgs.bundle import type_frame
 
-    def whole(name: str, columns: tuple[str, ...]) -> pd.DataFrame:
-        return type_frame(data.model.get(name), data.bundle.read_columns(name, columns))
+    return type_frame(data.model.get(name), data.bundle.read_columns(name, columns))
 
-    users = whole("User", ("Id", "FirstName", "LastName")).set_index("Id")
-    chats = whole("LiveChatTranscript", ("CaseId", "OwnerId", "Body", "StartTime"))
-    emails = whole("EmailMessage", ("ParentId", "TextBody", "Incoming", "MessageDate"))
+
+def _offers_restated(
+    data: OrgData, case_id: str, users: pd.DataFrame, chats: pd.DataFrame, emails: pd.DataFrame
+) -> list[tuple[str, Any]]:
+    """PVI's reading of a case's offers restated from the policy text over the whole objects read at once
+    (`_whole`; `users` indexed by Id): the agent's lines of the case's chats (those beginning "<First> <Last>
+    (Agent): "), then its outgoing emails; in each turn every remedy phrase found, longest first, ignoring
+    case, each counted once."""
     remedies = data.policies["remedies"]
     phrases = sorted(((v["phrase"], k) for k, v in remedies.items()), key=lambda x: -len(x[0]))
     turns = []
@@ -433,9 +434,12 @@ def test_the_offers_read_in_blocks_are_those_of_the_whole_chats_and_emails(
     clean = sorted(lat.index[(lat["_violation"] == "false") & (lat["_offer_channel"] != "none")])[:12]
     offers = _offers(data)
     assert len(offers.cases) > 2 * 97  # many blocks of chats and emails were read
+    users = _whole(data, "User", ("Id", "FirstName", "LastName")).set_index("Id")
+    chats = _whole(data, "LiveChatTranscript", ("CaseId", "OwnerId", "Body", "StartTime"))
+    emails = _whole(data, "EmailMessage", ("ParentId", "TextBody", "Incoming", "MessageDate"))
     seen = 0
     for case_id in violated + clean:
-        expected = _offers_restated(data, case_id)
+        expected = _offers_restated(data, case_id, users, chats, emails)
         assert offers.of(data, case_id) == expected, case_id
         seen += bool(expected)
         # the solver's answer from the restated offers

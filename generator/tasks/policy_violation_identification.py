@@ -43,18 +43,24 @@ def solve_policy_violation(data: OrgData, params: dict[str, Any]) -> Solution:
 
 
 def remedy_phrases(data: OrgData) -> list[tuple[str, str]]:
-    """(phrase, remedy) for every remedy of the policies, the longest phrase first: the order offers are read in."""
-    return sorted(((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0]))
+    """(phrase in lower case, remedy) for every remedy of the policies, the longest phrase first: the order
+    offers are read in."""
+    phrases = sorted(
+        ((v["phrase"], k) for k, v in data.policies["remedies"].items()), key=lambda x: -len(x[0])
+    )
+    return [(phrase.lower(), key) for phrase, key in phrases]
 
 
-def offered(text: str, phrases: list[tuple[str, str]]) -> list[str]:
-    """The remedies an agent's turn offers, in `phrases`' order: each phrase found (ignoring case) counts once
-    and is blanked out, so a shorter phrase inside a longer one found first is not counted again."""
+def remedies_in_turn(text: str, phrases: list[tuple[str, str]]) -> list[str]:
+    """The remedies an agent's turn offers by the reference solver's reading (not schemas/textrules.py's
+    `offered`, the writers' and validators' stricter one), in `phrases`' order (`remedy_phrases`): each phrase
+    found in the lower-cased text counts once and is blanked out, so a shorter phrase inside a longer one
+    found first is not counted again."""
     lowered = text.lower()
     found = []
     for phrase, key in phrases:
-        if phrase.lower() in lowered:
-            lowered = lowered.replace(phrase.lower(), " ")
+        if phrase in lowered:
+            lowered = lowered.replace(phrase, " ")
             found.append(key)
     return found
 
@@ -104,7 +110,7 @@ def read_offers(data: OrgData) -> Offers:
     }
     # a text none of whose phrases it holds anywhere has no turn that offers one: passed over unsplit (exact for
     # ASCII phrases, whose matches lower-casing a part of the text cannot change)
-    lowered = [phrase.lower() for phrase, _ in phrases]
+    lowered = [phrase for phrase, _ in phrases]
     screen = all(phrase.isascii() for phrase in lowered)
     # one entry per offer found, held as machine integers (a day as its number, NaT included)
     found_cases, found_days, found_keys = array("q"), array("q"), array("h")
@@ -130,7 +136,7 @@ def read_offers(data: OrgData) -> Offers:
             else:
                 said = [str(text)]
             for turn in said:
-                for key in offered(turn, phrases):
+                for key in remedies_in_turn(turn, phrases):
                     found_cases.append(pos)
                     found_days.append(days[k])
                     found_keys.append(number[key])

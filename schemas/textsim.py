@@ -130,9 +130,9 @@ _WORD_HASH = _WordHashes()
 # Texts whose shingles are hashed together: the arrays of one batch are a few per word, so memory is bounded
 # by the batch, not by all the texts (which at scale 100 hold millions of words).
 BATCH_TEXTS = 4096
-# candidate pairs (or a first pass's distinct hashes) waiting before they are merged into the distinct ones: a
-# merge holds them about three times over (8 bytes each), ~50 MB at 2 M (4 M held ~40 MB more at the peak of
-# a search of scale 300's cases, for no measurable gain in time)
+# candidate pairs waiting before they are made distinct and settled (`pair_arrays`), or a first pass's distinct
+# hashes waiting before they are merged: a merge holds them about three times over (8 bytes each), ~50 MB at 2 M
+# (4 M held ~40 MB more at the peak of a search of scale 300's cases, for no measurable gain in time)
 MERGE_PENDING = 1 << 21
 # candidate pairs whose signatures are compared at a time: each one gathers both rows' 96 values twice (as bytes,
 # then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
@@ -450,18 +450,42 @@ class NearDuplicateIndex:
             marks = np.zeros(len(self._size), dtype=bool)
             marks[list(focus_set)] = True
         stride = len(self._size) + 1
-        # candidate pairs packed as lo * stride + hi. Whenever MERGE_PENDING are waiting, they are made distinct,
-        # those whose signatures do not agree are dropped (`_agreeing_batch`), and the rest merged into the
-        # agreeing candidates so far: memory is bounded by the agreeing candidates plus one batch, not by every
-        # distinct candidate (at scale 300's first full search of 293,100 cases, 2.2 M agree of 14.7 M)
-        packed = np.zeros(0, dtype=np.int64)
+        # Each candidate pair is settled in the first band where the two rows' keys are equal, and only there
+        # (`_first_band`): a pair met again in a later band is dropped without a set of the pairs met so far.
+        # Candidates wait, packed as lo * stride + hi, until MERGE_PENDING do or the band ends; then they are
+        # made distinct, those whose signatures do not agree are dropped (`_agreeing`), so are those met in an
+        # earlier band, and the rest are checked exactly at once: only the pairs found are kept. Memory is
+        # bounded by the pairs found plus one batch. (Keeping every agreeing candidate until the exact check
+        # held them ~3 times over while merging: they grow with the square of a template's cases, 4.2 M at
+        # scale 300's first full search of its cases but ~1.4 GB at scale 1,000's, for 1.9 M pairs found.)
         pending: list[np.ndarray] = []
         every = len(live) == len(self._size)
         sig32 = self.sig32
         sig8 = _as_words(_top_bytes(sig32))
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
-        # of a group compared with each other in cache), and only the agreeing pairs are kept
+        # of a group compared with each other in cache), and only the agreeing pairs wait
         agreed: list[np.ndarray] = []
+        found: list[np.ndarray] = []  # the pairs found, packed, and their similarities
+        sims_found: list[np.ndarray] = []
+
+        def settle(band: int, batch: list[np.ndarray], agree: bool) -> None:
+            if not batch:
+                return
+            distinct = _focus_packed(_merge(_NO_PAIRS, batch), stride, marks)
+            if agree:
+                lo, hi = _agreeing(distinct, stride, sig8, sig32)
+            else:
+                lo, hi = distinct // stride, distinct % stride
+            del distinct
+            first = self._first_band(lo, hi, band)
+            lo, hi = lo[first], hi[first]
+            for c0 in range(0, len(lo), EXACT_SLICE):
+                a, b = lo[c0 : c0 + EXACT_SLICE], hi[c0 : c0 + EXACT_SLICE]
+                sims = self._jaccards(a, b)
+                keep = sims >= self.threshold
+                found.append(a[keep] * stride + b[keep])
+                sims_found.append(sims[keep])
+
         table = None if in_focus is None else np.zeros(1 << FILTER_BITS, dtype=bool)
         for band in range(BANDS):
             # the band's key per live row (a copy only when rows are empty; never written to)
@@ -498,34 +522,40 @@ class NearDuplicateIndex:
                         same &= s_marked[d:] | s_marked[:-d]
                     k = np.flatnonzero(same)
                     pending.append(_pack(s_rows[k], s_rows[k + d], stride))
+                    if sum(len(c) for c in pending) >= MERGE_PENDING:
+                        settle(band, pending, agree=True)
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
                 agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
-            if sum(len(c) for c in pending) >= MERGE_PENDING:
-                packed = _merge(packed, [_agreeing_batch(pending, stride, sig8, sig32, marks)])
-            # the many-member groups' pairs agree already: merged in the same way, a batch at a time
-            if sum(len(c) for c in agreed) >= MERGE_PENDING:
-                packed = _merge(packed, [_focus_packed(_merge(_NO_PAIRS, agreed), stride, marks)])
-        if pending:
-            packed = _merge(packed, [_agreeing_batch(pending, stride, sig8, sig32, marks)])
-        if agreed:
-            packed = _merge(packed, [_focus_packed(_merge(_NO_PAIRS, agreed), stride, marks)])
-        del pending, agreed
-        if not len(packed):
+                # the many-member groups' pairs agree already
+                if sum(len(c) for c in agreed) >= MERGE_PENDING:
+                    settle(band, agreed, agree=False)
+            del order, sorted_keys
+            settle(band, pending, agree=True)
+            settle(band, agreed, agree=False)
+        if not found:
             return none
-        # the exact check a slice of the agreeing candidates at a time: only the pairs it keeps are gathered,
-        # not every candidate's rows and similarity at once (three arrays the size of `packed`)
-        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        for c0 in range(0, len(packed), EXACT_SLICE):
-            part = packed[c0 : c0 + EXACT_SLICE]
-            lo, hi = part // stride, part % stride
-            sims = self._jaccards(lo, hi)
-            keep = sims >= self.threshold
-            found.append((lo[keep], hi[keep], sims[keep]))
-        del packed
-        if len(found) == 1:
-            return found[0]
-        lo, hi, sims = (np.concatenate([f[k] for f in found]) for k in range(3))
-        return lo, hi, sims
+        packed = np.concatenate(found)
+        sims = np.concatenate(sims_found)
+        found.clear()
+        sims_found.clear()
+        order = np.argsort(
+            packed
+        )  # each pair was found once: in the order of (lo, hi), as `pairs` gives them
+        packed, sims = packed[order], sims[order]
+        return packed // stride, packed % stride, sims
+
+    def _first_band(self, lo: np.ndarray, hi: np.ndarray, band: int) -> np.ndarray:
+        """Which pairs (lo[k], hi[k]) were candidates in no band before `band`: their rows' keys differ in every
+        earlier band (two live rows with equal keys in a band are a candidate pair there, in a focused search
+        too, where a marked row's key keeps every row with that key in its band)."""
+        first = np.ones(len(lo), dtype=bool)
+        for earlier in range(band):
+            at = np.flatnonzero(first)
+            if not len(at):
+                break
+            keys = self.keys[earlier]
+            first[at[keys[lo[at]] == keys[hi[at]]]] = False
+        return first
 
 
 def signatures(hashes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -609,18 +639,6 @@ def _focus_packed(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> 
         return packed
     keep = marks[packed // stride] | marks[packed % stride]
     return packed[keep]
-
-
-def _agreeing_batch(
-    pending: list[np.ndarray], stride: int, sig8: np.ndarray, sig32: np.ndarray, marks: np.ndarray | None
-) -> np.ndarray:
-    """The distinct packed pairs of `pending` (emptied) with a marked row when `marks` is given, whose signatures
-    agree (`_agreeing`), packed and sorted. A pair's agreement depends on that pair alone, so checking batch by
-    batch keeps the same pairs as checking all the distinct candidates at once (a pair met in two batches is
-    checked twice)."""
-    batch = _focus_packed(_merge(_NO_PAIRS, pending), stride, marks)
-    lo, hi = _agreeing(batch, stride, sig8, sig32)
-    return lo * stride + hi
 
 
 def _agreeing(

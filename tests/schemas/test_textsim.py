@@ -156,13 +156,32 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     assert max(len(g) for g in bands.values()) > 64  # the many-member path is exercised
     candidates = {(a, b) for g in bands.values() for x, a in enumerate(g) for b in g[x + 1 :]}
     want = []
+    agreeing = set()
     for a, b in sorted(candidates):
         agree = sum((x >> 32) == (y >> 32) for x, y in zip(sig[a], sig[b], strict=True)) / 96
         sim = jaccard(set(sets[a]), set(sets[b]))
-        if agree >= 0.35 and sim >= 0.5:
-            want.append((a, b, round(sim, 4)))
+        if agree >= 0.35:
+            agreeing.add((a, b))
+            if sim >= 0.5:
+                want.append((a, b, round(sim, 4)))
     assert len(want) >= 50
     assert index.pairs() == want
+    # the exact check is given each agreeing candidate once, whatever the bands and batches it is met in (a
+    # pair is settled in the first band its rows share a key in), and nothing else
+    checked: list[tuple[int, int]] = []
+    exact = index._jaccards
+
+    def spy(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        checked.extend(zip(lo.tolist(), hi.tolist(), strict=True))
+        return exact(lo, hi)
+
+    monkeypatch.setattr(index, "_jaccards", spy)
+    for pending in (textsim.MERGE_PENDING, 3):
+        monkeypatch.setattr(textsim, "MERGE_PENDING", pending)
+        checked.clear()
+        assert index.pairs() == want
+        assert len(checked) == len(set(checked)) and set(checked) == agreeing
+    monkeypatch.undo()
     focus = set(range(0, len(texts), 5))
     assert index.pairs(focus=focus) == [p for p in want if p[0] in focus or p[1] in focus]
     # candidates compared a few at a time: chunk boundaries fall everywhere, the pairs are the same

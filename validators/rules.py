@@ -553,15 +553,14 @@ def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
         )
     if orders is not None and books is not None:
         b = books.drop_duplicates("Id").set_index("Id")
-        o = orders.assign(
-            _from=parse_datetimes(orders["Pricebook2Id"].map(b["ValidFrom"])).dt.normalize(),
-            _to=parse_datetimes(orders["Pricebook2Id"].map(b["ValidTo"])).dt.normalize(),
-            _date=parse_dates(orders["EffectiveDate"]),
-        )
-        out = (o["_from"].notna() & (o["_date"] < o["_from"])) | (o["_to"].notna() & (o["_date"] > o["_to"]))
+        # the dates are given to the few orders reported, not added to a copy of the orders
+        valid_from = parse_datetimes(orders["Pricebook2Id"].map(b["ValidFrom"])).dt.normalize()
+        valid_to = parse_datetimes(orders["Pricebook2Id"].map(b["ValidTo"])).dt.normalize()
+        day = parse_dates(orders["EffectiveDate"])
+        at = ((valid_from.notna() & (day < valid_from)) | (valid_to.notna() & (day > valid_to))).to_numpy()
         emit.rows(
             "rules.order-pricebook-dates",
-            o[out.to_numpy()],
+            orders[at].assign(_from=valid_from[at], _to=valid_to[at], _date=day[at]),
             "Order",
             "EffectiveDate",
             lambda r: (
@@ -570,46 +569,61 @@ def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
             ),
         )
     if items is not None and entries is not None and orders is not None:
-        e = entries.drop_duplicates("Id").set_index("Id")
-        book_of_order = orders.drop_duplicates("Id").set_index("Id")["Pricebook2Id"]
-        it = items.assign(
-            _entry_book=items["PricebookEntryId"].map(e["Pricebook2Id"]),
-            _entry_product=items["PricebookEntryId"].map(e["Product2Id"]),
-            _entry_price=items["PricebookEntryId"].map(e["UnitPrice"]),
-            _order_book=items["OrderId"].map(book_of_order),
-        )
-        resolved = it["_entry_book"].notna() & it["_order_book"].notna()
-        emit.rows(
-            "rules.order-item-pricebook",
-            it[(resolved & (it["_entry_book"] != it["_order_book"])).to_numpy()],
-            "OrderItem",
-            "PricebookEntryId",
-            lambda r: (
-                f"OrderItem {r['Id']} is priced from PricebookEntry {r['PricebookEntryId']} of price book "
-                f"{r['_entry_book']}, but its Order {r['OrderId']} uses price book {r['_order_book']}; use the entry of "
-                "the order's own book (a real org refuses this with FIELD_INTEGRITY_EXCEPTION)."
-            ),
-        )
-        emit.rows(
-            "rules.order-item-product",
-            it[(it["_entry_product"].notna() & (it["_entry_product"] != it["Product2Id"])).to_numpy()],
-            "OrderItem",
-            "Product2Id",
-            lambda r: (
-                f"OrderItem {r['Id']} is for Product2 {r['Product2Id']}, but its PricebookEntry "
-                f"{r['PricebookEntryId']} prices Product2 {r['_entry_product']}; they must be the same product."
-            ),
-        )
-        price = pd.to_numeric(it["UnitPrice"], errors="coerce")
-        listed = pd.to_numeric(it["_entry_price"], errors="coerce")
-        differs = price.notna() & listed.notna() & ((price - listed).abs() > 0.005)
-        emit.rows(
-            "rules.order-item-price",
-            it[differs.to_numpy()],
-            "OrderItem",
-            "UnitPrice",
-            lambda r: (
-                f"OrderItem {r['Id']} has UnitPrice {r['UnitPrice']}, but its PricebookEntry "
-                f"{r['PricebookEntryId']} lists {r['_entry_price']}; items are priced from their entry."
-            ),
-        )
+        _order_items(items, entries, orders, emit)
+
+
+def _order_items(items: pd.DataFrame, entries: pd.DataFrame, orders: pd.DataFrame, emit: _Emit) -> None:
+    """Each order item against its price book entry and its order's price book. The items' looked-up values
+    are made one or two at a time and given to the few rows reported, not added to a copy of the items (at
+    scale 1,000, 7.1 M rows: a copy of the frame and four looked-up columns beside it)."""
+    e = entries.drop_duplicates("Id").set_index("Id")
+    book_of_order = orders.drop_duplicates("Id").set_index("Id")["Pricebook2Id"]
+    entry_ids = items["PricebookEntryId"]
+
+    def reported(mask: pd.Series, **looked_up: pd.Series) -> pd.DataFrame:
+        at = mask.to_numpy()
+        return items[at].assign(**{k: v[at] for k, v in looked_up.items()})
+
+    entry_book = entry_ids.map(e["Pricebook2Id"])
+    order_book = items["OrderId"].map(book_of_order)
+    resolved = entry_book.notna() & order_book.notna()
+    emit.rows(
+        "rules.order-item-pricebook",
+        reported(resolved & (entry_book != order_book), _entry_book=entry_book, _order_book=order_book),
+        "OrderItem",
+        "PricebookEntryId",
+        lambda r: (
+            f"OrderItem {r['Id']} is priced from PricebookEntry {r['PricebookEntryId']} of price book "
+            f"{r['_entry_book']}, but its Order {r['OrderId']} uses price book {r['_order_book']}; use the entry of "
+            "the order's own book (a real org refuses this with FIELD_INTEGRITY_EXCEPTION)."
+        ),
+    )
+    del entry_book, order_book, resolved
+    entry_product = entry_ids.map(e["Product2Id"])
+    emit.rows(
+        "rules.order-item-product",
+        reported(
+            entry_product.notna() & (entry_product != items["Product2Id"]), _entry_product=entry_product
+        ),
+        "OrderItem",
+        "Product2Id",
+        lambda r: (
+            f"OrderItem {r['Id']} is for Product2 {r['Product2Id']}, but its PricebookEntry "
+            f"{r['PricebookEntryId']} prices Product2 {r['_entry_product']}; they must be the same product."
+        ),
+    )
+    del entry_product
+    entry_price = entry_ids.map(e["UnitPrice"])
+    price = pd.to_numeric(items["UnitPrice"], errors="coerce")
+    listed = pd.to_numeric(entry_price, errors="coerce")
+    differs = price.notna() & listed.notna() & ((price - listed).abs() > 0.005)
+    emit.rows(
+        "rules.order-item-price",
+        reported(differs, _entry_price=entry_price),
+        "OrderItem",
+        "UnitPrice",
+        lambda r: (
+            f"OrderItem {r['Id']} has UnitPrice {r['UnitPrice']}, but its PricebookEntry "
+            f"{r['PricebookEntryId']} lists {r['_entry_price']}; items are priced from their entry."
+        ),
+    )

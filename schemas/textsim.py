@@ -538,9 +538,8 @@ class NearDuplicateIndex:
         sims = np.concatenate(sims_found)
         found.clear()
         sims_found.clear()
-        order = np.argsort(
-            packed
-        )  # each pair was found once: in the order of (lo, hi), as `pairs` gives them
+        # each pair was found once, in its first band: sorted in the order of (lo, hi), as `pairs` gives them
+        order = np.argsort(packed)
         packed, sims = packed[order], sims[order]
         return packed // stride, packed % stride, sims
 

@@ -119,7 +119,9 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
     names = dict(zip(data.products["Id"], data.products["Name"], strict=True))
     account_contact = {a: c for c, a in ix["contact_account"].items()}
     all_products = sorted(names)
-    accounts, dates, products = (ix[f"bought_{c}"].tolist() for c in ("accounts", "dates", "products"))
+    # the purchases drawn are read one at a time, not made lists of every purchase first (at scale 1,000 the
+    # dates alone would be ~6 M date objects, for the ~100 drafts drawn); a purchase reads as the lists' item
+    accounts, dates, products = (ix[f"bought_{c}"] for c in ("accounts", "dates", "products"))
     drafts, requests = [], []
     for k in range(n):
         real = k % 10 < 7
@@ -129,11 +131,11 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
         mine = set(ix["ever_products"][ix["ever_by_account"][account]].tolist())
         if real:
             product = products[row]
-            day = dates[row]
+            day = dates[row].item()
         else:
             others = [p for p in all_products if p not in mine]
             product = rng.choice(others)
-            day = dates[row] + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
+            day = dates[row].item() + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
         period = rng.choice(["day", "day", "week", "month"])
         count = {"day": rng.randint(1, 30), "week": rng.randint(1, 8), "month": rng.randint(1, 6)}[period]
         if period == "month":

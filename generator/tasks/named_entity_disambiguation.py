@@ -33,6 +33,36 @@ def _tokens(text: object) -> set[str]:
     return {t.lower() for t in TOKEN.findall(str(text or ""))}
 
 
+class _Groups:
+    """The positions of each key's rows in a column, in row order, as `groupby(...).indices` gives them (rows
+    whose key is missing are in no group), held as one array of positions sorted by key and each key's slice of
+    it: not an array object and a dict entry per key (at scale 1,000, ~196,000 accounts, twice)."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        codes, uniques = pd.factorize(keys)  # missing keys: code -1
+        counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+        self._ends = np.cumsum(counts)
+        missing = len(codes) - (int(self._ends[-1]) if len(counts) else 0)
+        self._rows = np.argsort(codes, kind="stable")[missing:]  # the missing keys' rows sort first
+        self._code = pd.Index(uniques)
+
+    def get(self, key: Any) -> np.ndarray | None:
+        """The key's positions, or None for a key with no row."""
+        try:
+            at = self._code.get_loc(key)
+        except (KeyError, TypeError):
+            return None
+        if not isinstance(at, int):
+            return None
+        return self._rows[(self._ends[at - 1] if at else 0) : self._ends[at]]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        rows = self.get(key)
+        if rows is None:
+            raise KeyError(key)
+        return rows
+
+
 def _ned_index(data: OrgData) -> dict[str, Any]:
     if "ned" in data.cache:
         return data.cache["ned"]
@@ -56,19 +86,18 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
     # `datetime.date`s, 8 bytes each held rather than a date object) and its product
     bought_accounts = account[activated]
     bought_dates = orders["EffectiveDate"].to_numpy(dtype="datetime64[D]")[order[activated]]
-    ever = pd.DataFrame({"account": account, "product": product})
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
         "name": name_tokens,
         # account -> the positions of its activated purchases, in frame order (rows without an account in none)
-        "by_account": pd.DataFrame({"account": bought_accounts}).groupby("account", sort=False).indices,
+        "by_account": _Groups(bought_accounts),
         "bought_accounts": bought_accounts,
         "bought_dates": bought_dates,
         "bought_products": product[activated],
         # account -> the positions in `ever_products` of everything it ordered, any status
-        "ever_by_account": ever.groupby("account", sort=False).indices,
-        "ever_products": ever["product"].to_numpy(),
+        "ever_by_account": _Groups(account),
+        "ever_products": product,
         "contact_account": contact_account,
     }
     return data.cache["ned"]

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.tasks import build_tasks, solve
 from generator.tasks.best_region_identification import solve_best_region
@@ -552,3 +554,27 @@ def test_the_builders_never_hold_order_items_or_history_whole(
     assert len(task_set.instances) == 10 * len(CRMARENA_TASKS)
     assert "Case" in asked  # the recording saw the builders' reads
     assert "OrderItem" not in asked and "CaseHistory__c" not in asked
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["001a", "001b", "001c", "", None, float("nan")]), max_size=40))
+def test_ned_groups_are_pandas_groupby_indices(keys: list[Any]) -> None:
+    # the NED index's groups (one sorted array and each key's slice) give what `groupby(...).indices` gave:
+    # each key's positions in row order, no group for a missing key, KeyError from [] for a key without rows
+    from generator.tasks.named_entity_disambiguation import _Groups
+
+    column = np.asarray(keys, dtype=object)
+    want = pd.DataFrame({"k": column}).groupby("k", sort=False).indices
+    got = _Groups(column)
+    for key in ["001a", "001b", "001c", "", "001z", None]:
+        rows = got.get(key)
+        if key in want:
+            assert (
+                rows is not None
+                and rows.tolist() == want[key].tolist()
+                and got[key].tolist() == rows.tolist()
+            )
+        else:
+            assert rows is None
+            with pytest.raises(KeyError):
+                got[key]

@@ -42,17 +42,15 @@ class _Groups:
         codes, uniques = pd.factorize(keys)  # missing keys: code -1
         counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
         self._ends = np.cumsum(counts)
-        missing = len(codes) - (int(self._ends[-1]) if len(counts) else 0)
-        self._rows = np.argsort(codes, kind="stable")[missing:]  # the missing keys' rows sort first
+        # the missing keys' rows (code -1) sort first
+        self._rows = np.argsort(codes, kind="stable")[np.count_nonzero(codes < 0) :]
         self._code = pd.Index(uniques)
 
     def get(self, key: Any) -> np.ndarray | None:
         """The key's positions, or None for a key with no row."""
         try:
-            at = self._code.get_loc(key)
-        except (KeyError, TypeError):
-            return None
-        if not isinstance(at, int):
+            at = self._code.get_loc(key)  # an int: the keys are distinct
+        except KeyError:
             return None
         return self._rows[(self._ends[at - 1] if at else 0) : self._ends[at]]
 

@@ -110,8 +110,8 @@ def read_offers(data: OrgData) -> Offers:
     }
     # a text none of whose phrases it holds anywhere has no turn that offers one: passed over unsplit (exact for
     # ASCII phrases, whose matches lower-casing a part of the text cannot change)
-    lowered = [phrase for phrase, _ in phrases]
-    screen = all(phrase.isascii() for phrase in lowered)
+    wanted = [phrase for phrase, _ in phrases]  # in lower case (`remedy_phrases`)
+    screen = all(phrase.isascii() for phrase in wanted)
     # one entry per offer found, held as machine integers (a day as its number, NaT included)
     found_cases, found_days, found_keys = array("q"), array("q"), array("h")
     unknown: dict[int, str] = {}
@@ -129,7 +129,7 @@ def read_offers(data: OrgData) -> Offers:
                 continue
             if screen:
                 whole = str(text).lower()
-                if not any(phrase in whole for phrase in lowered):
+                if not any(phrase in whole for phrase in wanted):
                     continue
             if prefix is not None:
                 said = [line[len(prefix) :] for line in str(text).splitlines() if line.startswith(prefix)]

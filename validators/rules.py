@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from schemas.model import OrgModel
@@ -180,13 +181,29 @@ def _join_case(frame: pd.DataFrame, key: str, cases: pd.DataFrame) -> pd.DataFra
     return frame.merge(c, left_on=key, right_on="c_Id", how="inner")
 
 
+def _case_span(
+    frame: pd.DataFrame, key: str, cases: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of `frame`, in its order: whether `_join_case` keeps it (its case is among `cases`), and
+    its case's start and end (`c__created`, `c__end`; NaT where it has none). What the rules' masks read of
+    the join, without a copy of `frame` and the case's columns beside it (at scale 1,000, 3.2 M emails and
+    1.0 M history rows): the few rows reported are joined afterwards."""
+    c = cases[["Id", "_created", "_end"]].drop_duplicates("Id").add_prefix("c_")
+    m = frame[[key]].merge(c, left_on=key, right_on="c_Id", how="left", indicator=True)
+    return (
+        (m["_merge"] == "both").to_numpy(),
+        m["c__created"].to_numpy(),
+        m["c__end"].to_numpy(),
+    )
+
+
 def _emails(emails: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
-    e = _join_case(emails, "ParentId", cases)
-    when = parse_datetimes(e["MessageDate"])
-    bad = e[((when < e["c__created"]) | (when > e["c__end"])).to_numpy()]
+    joined, created, end = _case_span(emails, "ParentId", cases)
+    when = parse_datetimes(emails["MessageDate"]).to_numpy()
+    bad = joined & ((when < created) | (when > end))
     emit.rows(
         "rules.email-outside-case",
-        bad,
+        _join_case(emails[bad], "ParentId", cases),
         "EmailMessage",
         "MessageDate",
         lambda r: (
@@ -247,13 +264,22 @@ def _chats(chats: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
 
 
 def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
-    h = _join_case(hist, "CaseId__c", cases)
-    h["_t"] = parse_datetimes(h["CreatedDate"])
-    h = h.sort_values(["CaseId__c", "_t", "_line"], kind="stable")
-    outside = (h["_t"] < h["c__created"]) | (h["_t"] > h["c__end"])
+    # the rows of the cases among `cases` (as `_join_case` keeps them), in order of case, time and line, with
+    # their cases' start and end; the rows reported are joined to their cases' other columns
+    joined, created, end = _case_span(hist, "CaseId__c", cases)
+    t = parse_datetimes(hist["CreatedDate"]).to_numpy()
+    kept = np.flatnonzero(joined)
+    keys = pd.DataFrame(
+        {"k": hist["CaseId__c"].to_numpy()[kept], "t": t[kept], "l": hist["_line"].to_numpy()[kept]}
+    )
+    order = kept[keys.sort_values(["k", "t", "l"], kind="stable").index.to_numpy()]
+    del keys, kept
+    h = hist.take(order).assign(_t=t[order], _case_created=created[order], _case_end=end[order])
+    del t, created, end, joined, order
+    outside = (h["_t"] < h["_case_created"]) | (h["_t"] > h["_case_end"])
     emit.rows(
         "rules.history-outside-case",
-        h[outside.to_numpy()],
+        _join_case(h[outside.to_numpy()], "CaseId__c", cases),
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (
@@ -313,7 +339,11 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
     first_creation = creation[(creation["_k"] == 0).to_numpy()]
     emit.rows(
         "rules.history-creation",
-        first_creation[(first_creation["_t"] != first_creation["c__created"]).to_numpy()],
+        _join_case(
+            first_creation[(first_creation["_t"] != first_creation["_case_created"]).to_numpy()],
+            "CaseId__c",
+            cases,
+        ),
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (
@@ -418,7 +448,7 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
     )
     emit.rows(
         "rules.history-closed",
-        closing[at_wrong_time],
+        _join_case(closing[at_wrong_time], "CaseId__c", cases),
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (

@@ -168,6 +168,12 @@ def _cases(cases: pd.DataFrame, span_end: pd.Timestamp | None, emit: _Emit) -> p
     return c
 
 
+def by_id(frame: pd.DataFrame, column: str) -> pd.Series:
+    """`column` of `frame` by Id, from the first row of each Id: `frame.drop_duplicates("Id").set_index("Id")`'s
+    column, without copying the frame's other columns twice (OrderItem's are 7.1 M rows at scale 1,000)."""
+    return frame[["Id", column]].drop_duplicates("Id").set_index("Id")[column]
+
+
 def _lifetime(row: dict[str, Any]) -> str:
     until = row["c_ClosedDate"] if row.get("c_ClosedDate") else "the end of the span (still open)"
     return f"its case {row['c_Id']} lives from {row['c_CreatedDate']} to {until}"
@@ -460,7 +466,7 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
 
 def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emit) -> None:
     if "Contact" in raw:
-        contacts = raw["Contact"].drop_duplicates("Id").set_index("Id")["AccountId"]
+        contacts = by_id(raw["Contact"], "AccountId")
         c = cases.assign(_contact_account=cases["ContactId"].map(contacts))
         bad = (
             c["_contact_account"].notna() & c["AccountId"].notna() & (c["_contact_account"] != c["AccountId"])
@@ -476,8 +482,8 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
             ),
         )
     if "OrderItem" in raw and "Order" in raw:
-        item_order = raw["OrderItem"].drop_duplicates("Id").set_index("Id")["OrderId"]
-        order_acc = raw["Order"].drop_duplicates("Id").set_index("Id")["AccountId"]
+        item_order = by_id(raw["OrderItem"], "OrderId")
+        order_acc = by_id(raw["Order"], "AccountId")
         c = cases.assign(_order=cases["OrderItemId__c"].map(item_order))
         c["_order_account"] = c["_order"].map(order_acc)
         bad = c["_order_account"].notna() & c["AccountId"].notna() & (c["_order_account"] != c["AccountId"])
@@ -492,7 +498,7 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
                 "cases about their own orders."
             ),
         )
-        order_date = raw["Order"].drop_duplicates("Id").set_index("Id")["EffectiveDate"]
+        order_date = by_id(raw["Order"], "EffectiveDate")
         c["_order_date"] = parse_dates(c["_order"].map(order_date))
         late = c["_order_date"].notna() & (c["_order_date"] > c["_created"].dt.normalize())
         emit.rows(
@@ -607,7 +613,7 @@ def _order_items(items: pd.DataFrame, entries: pd.DataFrame, orders: pd.DataFram
     are made one or two at a time and given to the few rows reported, not added to a copy of the items (at
     scale 1,000, 7.1 M rows: a copy of the frame and four looked-up columns beside it)."""
     e = entries.drop_duplicates("Id").set_index("Id")
-    book_of_order = orders.drop_duplicates("Id").set_index("Id")["Pricebook2Id"]
+    book_of_order = by_id(orders, "Pricebook2Id")
     entry_ids = items["PricebookEntryId"]
 
     def reported(mask: pd.Series, **looked_up: pd.Series) -> pd.DataFrame:

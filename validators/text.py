@@ -58,6 +58,7 @@ from schemas.textrules import (
 from validators import fidelity
 from validators.findings import Finding, finding, show
 from validators.load import POLICIES, BundleData
+from validators.rules import by_id
 
 __all__ = [
     "FREE_TEXT",
@@ -383,8 +384,8 @@ def near_duplicates(raw: dict[str, pd.DataFrame]) -> list[Finding]:
 def _products(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     if not all(o in raw for o in ("Case", "OrderItem", "Product2")):
         return []
-    item_product = raw["OrderItem"].drop_duplicates("Id").set_index("Id")["Product2Id"]
-    names = raw["Product2"].drop_duplicates("Id").set_index("Id")["Name"]
+    item_product = by_id(raw["OrderItem"], "Product2Id")
+    names = by_id(raw["Product2"], "Name")
     cases = raw["Case"]
     product = cases["OrderItemId__c"].map(item_product)
     name = product.map(names)

@@ -396,7 +396,7 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
         ),
     )
     last = assign.groupby("CaseId__c").tail(1).set_index("CaseId__c")["NewValue__c"]
-    owners = cases.assign(_last=cases["Id"].map(last))
+    owners = cases.assign(_last=cases["Id"].map(last).astype(object))  # no assignment at all: not float NaN
     mismatch = owners["_last"].notna() & (owners["OwnerId"].fillna("") != owners["_last"].fillna(""))
     emit.rows(
         "rules.history-owner",

@@ -1,0 +1,167 @@
+"""The rules that read a record's case (validators/rules.py `_emails`, `_history`) against a restatement in
+plain Python, one record at a time, on small random frames: case ids repeated (the first case of an id is
+its case), records pointing at no case, missing and malformed dates, CSV lines shared between rows.
+
+The rules look their rows' cases up without joining every row (`_case_span`) and join only the rows they
+report; the restatement finds each record's case by scanning the cases, and says which records fall outside
+their case's lifetime and, for history rows, which `Case Creation` and `Case Closed` rows are not at their
+case's creation and closing times."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from validators import rules
+
+CASE_IDS = ["500A", "500B", "500C"]
+SPAN_END = pd.Timestamp("2020-01-03")
+T1, T2 = "2020-01-01T00:00:00.000+0000", "2020-01-02T01:00:00.000+0000"
+
+
+def _when(text: str | None) -> datetime | None:
+    """A Salesforce datetime as naive UTC, None when empty or malformed (as the rules parse them)."""
+    try:
+        return datetime.strptime(text or "", "%Y-%m-%dT%H:%M:%S.%f%z").astimezone(UTC).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+datetimes = st.one_of(
+    st.none(),
+    st.just("not a date"),
+    st.builds(lambda d, h: f"2020-01-0{d}T0{h}:00:00.000+0000", st.integers(1, 3), st.integers(0, 1)),
+)
+case_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "Id": st.sampled_from(CASE_IDS),
+            "CreatedDate": datetimes,
+            "ClosedDate": datetimes,
+            "Status": st.sampled_from(["Closed", "New"]),
+        }
+    ),
+    max_size=5,
+)
+history_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "CaseId__c": st.sampled_from([*CASE_IDS, "500Z"]),
+            "Field__c": st.sampled_from(["Case Creation", "Owner Assignment", "Case Closed"]),
+            "CreatedDate": datetimes,
+            "_line": st.integers(2, 4),
+        }
+    ),
+    max_size=12,
+)
+
+
+def _cases(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["Id", "CreatedDate", "ClosedDate", "Status"], dtype=object).assign(
+        AccountId=None, ContactId=None, OwnerId=None, OrderItemId__c=None, _line=range(2, len(rows) + 2)
+    )
+    return rules._cases(frame, SPAN_END, rules._Emit())
+
+
+def _case_of(cases: list[dict[str, Any]], case_id: str) -> dict[str, Any] | None:
+    return next((c for c in cases if c["Id"] == case_id), None)
+
+
+def _lifetime(case: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    created = _when(case["CreatedDate"])
+    closed = _when(case["ClosedDate"])
+    return created, closed if closed is not None else SPAN_END.to_pydatetime()
+
+
+def _outside(when: datetime | None, case: dict[str, Any]) -> bool:
+    start, end = _lifetime(case)
+    return when is not None and ((start is not None and when < start) or (end is not None and when > end))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_rows, history_rows)
+def test_emails_outside_their_case_as_restated(
+    cases: list[dict[str, Any]], history: list[dict[str, Any]]
+) -> None:
+    emails = pd.DataFrame(
+        {
+            "Id": [f"02s{i}" for i in range(len(history))],
+            "ParentId": [h["CaseId__c"] for h in history],
+            "MessageDate": [h["CreatedDate"] for h in history],
+            "_line": [h["_line"] for h in history],
+        },
+        dtype=object,
+    )
+    emit = rules._Emit()
+    rules._emails(emails, _cases(cases), emit)
+    got = [(f.record, f.message) for f in emit.out]
+    want = []
+    for i, h in enumerate(history):
+        case = _case_of(cases, h["CaseId__c"])
+        if case is not None and _outside(_when(h["CreatedDate"]), case):
+            want.append(f"02s{i}")
+    assert [r for r, _ in got] == want
+    for (_record, message), i in zip(got, [int(w[3:]) for w in want], strict=True):
+        case = _case_of(cases, history[i]["CaseId__c"])
+        assert case is not None
+        assert f"its case {case['Id']} lives from {case['CreatedDate']} to " in message, message
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_rows, history_rows)
+@example(  # the first creation row by time is at the case's creation; the other, on an earlier line, is not
+    [{"Id": "500A", "CreatedDate": T1, "ClosedDate": None, "Status": "New"}],
+    [
+        {"CaseId__c": "500A", "Field__c": "Case Creation", "CreatedDate": T2, "_line": 2},
+        {"CaseId__c": "500A", "Field__c": "Case Creation", "CreatedDate": T1, "_line": 3},
+    ],
+)
+def test_history_rows_against_their_case_as_restated(
+    cases: list[dict[str, Any]], history: list[dict[str, Any]]
+) -> None:
+    hist = pd.DataFrame(
+        {
+            "Id": [f"a1N{i}" for i in range(len(history))],
+            "CaseId__c": [h["CaseId__c"] for h in history],
+            "Field__c": [h["Field__c"] for h in history],
+            "OldValue__c": None,
+            "NewValue__c": [None if h["Field__c"] != "Owner Assignment" else "005A" for h in history],
+            "CreatedDate": [h["CreatedDate"] for h in history],
+        },
+        dtype=object,
+    ).assign(_line=[h["_line"] for h in history])
+    emit = rules._Emit()
+    rules._history(hist, _cases(cases), emit)
+    got = {(f.rule, f.record) for f in emit.out if f.object == "CaseHistory__c"}
+
+    # each case's rows in order of time (unparsable last), then line, then their own order
+    def order(i: int) -> tuple[Any, ...]:
+        when = _when(history[i]["CreatedDate"])
+        return (history[i]["CaseId__c"], when is None, when or datetime.min, history[i]["_line"], i)
+
+    rows = sorted((i for i in range(len(history)) if _case_of(cases, history[i]["CaseId__c"])), key=order)
+    want: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], int] = {}
+    for i in rows:
+        h, case = history[i], _case_of(cases, history[i]["CaseId__c"])
+        assert case is not None
+        record, when = f"a1N{i}", _when(h["CreatedDate"])
+        if _outside(when, case):
+            want.add(("rules.history-outside-case", record))
+        key = (h["CaseId__c"], h["Field__c"])
+        nth = seen[key] = seen.get(key, -1) + 1  # the row's rank among its case's rows of its kind
+        created, closed = _when(case["CreatedDate"]), _when(case["ClosedDate"])
+        # a second creation row; the first not at the case's creation (unparsable never equals)
+        if h["Field__c"] == "Case Creation" and (nth > 0 or None in (when, created) or when != created):
+            want.add(("rules.history-creation", record))
+        # a closing row of a case not Closed, a second one, or the first not at a ClosedDate there is
+        if h["Field__c"] == "Case Closed" and (
+            case["Status"] != "Closed" or nth > 0 or (closed is not None and when != closed)
+        ):
+            want.add(("rules.history-closed", record))
+    kinds = {"rules.history-outside-case", "rules.history-creation", "rules.history-closed"}
+    assert {(rule, record) for rule, record in got if rule in kinds} == want

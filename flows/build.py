@@ -367,14 +367,11 @@ async def shared_with_the_sidecar(
     """With a sidecar: the check through the org and the fidelity figures, shared by the two processes.
 
     This process first re-derives the HTTP sample through the served org (only it serves the org); then both
-    take the remaining units, one chunk of instances per task (`check_in_process`, as on a cluster: the same
-    queries, counted the same) and the fidelity figures, this process from the front of the list and the
+    take the remaining units, the fidelity figures and one chunk of instances per task (`check_in_process`,
+    as on a cluster: the same queries, counted the same), this process from the front of the list and the
     sidecar from its back once its own stages (`sidecar_busy`) are done, until none is left. Whichever process
-    ends its other work first takes more of them, so both end about together at any scale. The fidelity
-    figures are last: the sidecar takes them first, once its validation is over, rather than this process
-    while the sidecar still validates (they hold a text field's n-gram counts, ~0.9 GB at scale 1,000, and the
-    two at once were a build's largest moment). Same verdicts, counts and figures as the stages one after the
-    other; where each unit ran is in its span only.
+    ends its other work first takes more of them, so both end about together at any scale. Same verdicts,
+    counts and figures as the stages one after the other; where each unit ran is in its span only.
     Returns the manifest's /tasks/api_check and the fidelity figures."""
     from flows.answer_check import (
         build_store,
@@ -387,7 +384,7 @@ async def shared_with_the_sidecar(
     from validators.tasks_soql import ground_truth_lines
 
     start, t = time.time(), time.perf_counter()
-    units: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
+    units: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [("fidelity", fidelity_figures, (root,))]
     done: dict[str, Any] = {}
 
     async def take(remote: bool) -> None:
@@ -415,7 +412,6 @@ async def shared_with_the_sidecar(
         lines = ground_truth_lines(root)
         chunks = task_chunks(lines)
         units += [(f"tasks.check_api/{task}", check_in_process, (root, part)) for task, part in chunks]
-        units.append(("fidelity", fidelity_figures, (root,)))
         sidecar = asyncio.ensure_future(the_sidecar_takes())
         try:
             sample = http_sample([int(g["idx"]) for g in lines])

@@ -180,7 +180,10 @@ def _lifetime(row: dict[str, Any]) -> str:
 
 
 def _join_case(frame: pd.DataFrame, key: str, cases: pd.DataFrame) -> pd.DataFrame:
-    c = cases[
+    # only the cases `frame` names are made distinct (the first of each id is kept, as among all of them): the
+    # rules join the few rows they report, several times per rule, not the whole case table each time
+    named = cases[cases["Id"].isin(frame[key]).to_numpy()]
+    c = named[
         ["Id", "CreatedDate", "ClosedDate", "_created", "_end", "AccountId", "ContactId"]
     ].drop_duplicates("Id")
     c = c.add_prefix("c_")

@@ -35,6 +35,7 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -223,16 +224,21 @@ def _naive_repeated(texts: list[str], n: int, top: int) -> list[tuple[str, float
     return [(" ".join(g), c / len(texts)) for g, c in ranked]
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("collide", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_repeated_ngrams_in_batches_is_the_definition(
-    seed: int, collide: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, collide: bool, split: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Texts from a small vocabulary (many shared and tied n-grams), split into batches, with the hash
-    arrays folded every few n-grams, and (`collide`) a hash with three values so that most n-grams share
-    one: the streamed ranking equals the one counted by the definition."""
+    """Texts from a small vocabulary (many shared and tied n-grams), split into batches, with the hashes
+    counted and spilled every few n-grams (`split`: into 4 ranges of hash values, each split again past 3
+    rows), and (`collide`) a hash with three values so that most n-grams share one: the streamed ranking
+    equals the one counted by the definition."""
     if collide:
         monkeypatch.setattr(fidelity, "_finish", lambda h: h % np.uint64(3))
+    if split:
+        monkeypatch.setattr(fidelity, "PARTITION_BITS", 2)
+        monkeypatch.setattr(fidelity, "PARTITION_ROWS", 3)
     rng = random.Random(seed)
     vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta"][: 2 + seed % 5]
     texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) for _ in range(200)]
@@ -242,6 +248,46 @@ def test_repeated_ngrams_in_batches_is_the_definition(
         want = _naive_repeated(texts, n, top)
         assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == want
         assert fidelity.repeated_ngrams(texts, n, top) == want
+
+
+def test_the_spilled_counts_are_bounded_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A counter spills its counts to a folder of its own in `spill_dir`, reads no range of more rows than
+    PARTITION_ROWS (or a range whose hashes cannot be split further), ranks as the definition does, and
+    leaves nothing behind once closed."""
+    monkeypatch.setattr(fidelity, "SLICE", 5)
+    monkeypatch.setattr(fidelity, "COMPACT_AT", 64)
+    monkeypatch.setattr(fidelity, "PARTITION_BITS", 2)
+    monkeypatch.setattr(fidelity, "PARTITION_ROWS", 40)
+    read: list[int] = []
+    real = np.fromfile
+
+    def fromfile(path: Any, dtype: Any = float, count: int = -1, **kw: Any) -> np.ndarray:
+        got = real(path, dtype=dtype, count=count, **kw)
+        if np.dtype(dtype) == fidelity._ROW:
+            read.append(len(got))
+        return got
+
+    monkeypatch.setattr(fidelity.np, "fromfile", fromfile)
+    rng = random.Random(7)
+    vocab = [f"w{k}" for k in range(40)]
+    texts: list[str | None] = [
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(3, 30))) for _ in range(300)
+    ]
+    texts += ["last of all"] * 30  # the most held 3-gram, counted from the hashes still buffered at the end
+    counter = fidelity.RepeatedNgrams(3, 4, spill_dir=tmp_path)
+    for k in range(0, len(texts), 55):
+        counter.bound(texts[k : k + 55])
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.startswith("orgseed-ngrams-") and any(folder.glob("*.bin"))
+    while counter.exact_pass():
+        for k in range(0, len(texts), 55):
+            counter.exact(texts[k : k + 55])
+    assert counter.result() == _definition(texts, 3, 4)
+    assert counter.result()[0][0] == "last of all"
+    assert read and max(read) <= 40
+    assert any((folder / f"{r:03d}").is_dir() for r in range(4))  # some range was split
+    counter.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_sampled_texts_are_the_seeded_samples() -> None:
@@ -276,18 +322,27 @@ TEXTS = st.lists(
 ).map(lambda ts: [None if t is None else "".join(a + b for a, b in t) for t in ts])
 
 
-@given(TEXTS, st.integers(1, 5), st.integers(1, 4), st.integers(1, 9), st.booleans())
+@given(
+    TEXTS,
+    st.integers(1, 5),
+    st.integers(1, 4),
+    st.integers(1, 9),
+    st.booleans(),
+    st.sampled_from([5, 1 << 20]),
+)
 @settings(max_examples=200, deadline=None)
 def test_repeated_ngrams_in_slices_is_the_definition(
-    texts: list[str | None], n: int, top: int, size: int, collide: bool
+    texts: list[str | None], n: int, top: int, size: int, collide: bool, spill_at: int
 ) -> None:
     """The n-grams hashed with numpy over slices of texts tokenised together (slices of 3 texts here, batches
-    of `size`; with `collide`, every word hashing alike so that every n-gram's hash collides) rank as the
-    definition ranks them."""
+    of `size`; with `collide`, every word hashing alike so that every n-gram's hash collides), held or
+    spilled every 5 hashes into ranges split again past 2 rows, rank as the definition ranks them."""
     batches = [texts[i : i + size] for i in range(0, len(texts), size)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fidelity, "SLICE", 3)
-        mp.setattr(fidelity, "COMPACT_AT", 5)
+        mp.setattr(fidelity, "COMPACT_AT", spill_at)
+        mp.setattr(fidelity, "PARTITION_BITS", 3)
+        mp.setattr(fidelity, "PARTITION_ROWS", 2)
         if collide:
             mp.setattr(fidelity, "_finish", lambda h: h * np.uint64(0) + np.uint64(7))
         assert fidelity.repeated_ngrams_in(lambda: batches, n, top) == _definition(texts, n, top)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import heapq
 import random
 import re
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -171,7 +173,7 @@ def repeated_ngrams(texts: Sequence[str | None], n: int = 8, top: int = 5) -> li
 
 Batches = Callable[[], Iterable[Sequence[str | None]]]  # each call reads the texts anew, in batches
 
-COMPACT_AT = 1 << 18  # n-gram hashes buffered before they are folded into the sorted (hash, count) arrays
+COMPACT_AT = 1 << 20  # n-gram hashes buffered before they are counted and spilled (`_Spill`)
 TEXT_BITS = 10  # the low bits of a (hash, text) key: the text's number in its slice
 SLICE = 1 << TEXT_BITS  # texts tokenised together (bounds the token arrays held at once)
 # bits of an n-gram's hash (the high bits of its words' hashes as digits base _MIX)
@@ -277,19 +279,20 @@ def _slice_grams(words: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 class RepeatedNgrams:
     """`repeated_ngrams_in`, fed batch by batch, so that a caller reading the texts anyway (the fidelity report
     counts and samples them too) reads them no more often: `bound(batch)` for every batch, then, while
-    `exact_pass()` is true, `exact(batch)` for every batch (the same batches, in the same order); `result()`.
+    `exact_pass()` is true, `exact(batch)` for every batch (the same batches, in the same order); `result()`;
+    `close()` (or the counter's collection) removes what it spilled.
 
-    The first pass also keeps, per text, the top 16 bits of each n-gram hash it holds (2 bytes an n-gram):
-    an exact pass splits into words only the texts holding a fingerprint of a wanted hash (every text holding
-    a wanted n-gram does), not every text again."""
+    Memory is bounded by the buffers, not by the texts' n-grams: once COMPACT_AT hashes are buffered, they are
+    counted and spilled to files of a temporary folder (in `spill_dir`, default the system's), one per range
+    of hash values (`_Spill`), and the counts are summed a range at a time. The first pass also keeps, per
+    text, the top 16 bits of each n-gram hash it holds (2 bytes an n-gram), spilled with them: an exact pass
+    splits into words only the texts holding a fingerprint of a wanted hash (every text holding a wanted
+    n-gram does), not every text again."""
 
-    def __init__(self, n: int, top: int) -> None:
+    def __init__(self, n: int, top: int, spill_dir: str | Path | None = None) -> None:
         self.n, self.top = n, top
         self.total = 0
-        self.keys = np.empty(0, dtype=np.uint64)
-        self.counts = np.empty(0, dtype=np.int32)
-        self._buffer: list[np.ndarray] = []
-        self._buffered = 0
+        self._spill = _Spill(spill_dir)
         self._threshold: int | None = None
         self._wanted = np.empty(0, dtype=np.uint64)
         self._wanted_prints = np.zeros(1 << 16, dtype=bool)  # by fingerprint: whether a wanted hash has it
@@ -297,9 +300,6 @@ class RepeatedNgrams:
         # every byte of a word) → texts holding it
         self._exact: Counter[bytes] = Counter()
         self._ranked: list[tuple[bytes, int]] | None = None
-        # per slice of the first pass, in order: (texts, each held hash's fingerprint, in text order, and how
-        # many each text holds)
-        self._prints: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._slice_at = 0  # the next slice an exact pass reads
 
     def bound(self, batch: Sequence[str | None]) -> None:
@@ -309,35 +309,25 @@ class RepeatedNgrams:
         for at in range(0, len(batch), SLICE):
             part = batch[at : at + SLICE]
             grams, texts, _, _ = _slice_grams(_slice_words(part), self.n)
-            self._prints.append(
-                (
-                    len(part),
-                    (grams >> np.uint64(_HASH_BITS - 16)).astype(np.uint16),
-                    np.bincount(texts, minlength=len(part)),
-                )
-            )
+            prints = (grams >> np.uint64(_HASH_BITS - 16)).astype(np.uint16)
             # one per (hash, text), sorted by hash
             held = _sorted_distinct((grams << np.uint64(TEXT_BITS)) | texts.astype(np.uint64))
-            self._buffer.append(held >> np.uint64(TEXT_BITS))
-            self._buffered += len(held)
-            if self._buffered >= COMPACT_AT:
-                self._compact()
-
-    def _compact(self) -> None:
-        if self._buffer:
-            self.keys, self.counts = _fold(self.keys, self.counts, np.concatenate(self._buffer))
-        self._buffer, self._buffered = [], 0
+            self._spill.add(
+                held >> np.uint64(TEXT_BITS), len(part), prints, np.bincount(texts, minlength=len(part))
+            )
 
     def exact_pass(self) -> bool:
         """Whether another pass of `exact` is needed (and its start): the first time, after the bounds; again
         should a collision have pushed the threshold above the exact `top`-th count."""
         if self._threshold is None:
-            self._compact()
-            if not self.total or not len(self.keys) or self.top <= 0:
+            if not self.total or self.top <= 0:
                 self._ranked = []
                 return False
-            bounds = np.sort(self.counts)[::-1]
-            self._threshold = int(bounds[min(self.top, len(bounds)) - 1])
+            found = self._spill.threshold(self.top)
+            if found is None:  # no n-gram at all
+                self._ranked = []
+                return False
+            self._threshold, self._wanted = found
         else:
             ranked = self._rank()
             if len(ranked) == self.top and ranked[-1][1] >= self._threshold:
@@ -348,7 +338,7 @@ class RepeatedNgrams:
                 self._ranked = ranked  # threshold 1: every n-gram was counted
                 return False
             self._threshold = lowered
-        self._wanted = self.keys[self.counts >= self._threshold]  # sorted
+            self._wanted = self._spill.reaching(lowered)
         self._wanted_prints = np.zeros(1 << 16, dtype=bool)
         self._wanted_prints[self._wanted >> np.uint64(_HASH_BITS - 16)] = True
         self._exact = Counter()
@@ -360,7 +350,7 @@ class RepeatedNgrams:
         n = self.n
         for at in range(0, len(batch), SLICE):
             part = batch[at : at + SLICE]
-            size, prints, held = self._prints[self._slice_at]
+            size, prints, held = self._spill.prints(self._slice_at)
             self._slice_at += 1
             if size != len(part):
                 raise ValueError("RepeatedNgrams.exact: the batches differ from those of the first pass")
@@ -387,11 +377,182 @@ class RepeatedNgrams:
         assert self._ranked is not None, "exact_pass() has not said the passes are done"
         return [(g.decode("ascii"), c / self.total) for g, c in self._ranked]
 
+    def close(self) -> None:
+        """Remove the spilled files (the counter cannot be used after)."""
+        self._spill.close()
+
+
+PARTITION_BITS = 8  # a spilled range splits into 2 ** PARTITION_BITS ranges of hash values
+PARTITION_ROWS = 1 << 22  # (hash, count) rows of one range counted at once; a larger range is split again
+_ROW = np.dtype([("hash", "<u8"), ("count", "<u4")])
+
+
+class _Spill:
+    """The first pass's (hash, texts holding it) counts and per-slice fingerprints, held while they are few
+    and spilled once COMPACT_AT hashes are buffered. Each spill counts the buffered hashes (sorted, a row per
+    distinct hash) and appends each range of hash values (the top PARTITION_BITS bits) to that range's file.
+    A range's file is read whole to sum its rows' counts, so the memory held is one range's rows: a range of
+    more than PARTITION_ROWS rows is first split by its next PARTITION_BITS bits, into a folder of its own,
+    until the bits run out."""
+
+    def __init__(self, spill_dir: str | Path | None) -> None:
+        self.spill_dir = spill_dir
+        self.folder: tempfile.TemporaryDirectory[str] | None = None
+        self.buffer: list[np.ndarray] = []
+        self.buffered = 0
+        # per slice: (texts, fingerprints, n-grams each text holds) while held, or (texts, offset of its
+        # fingerprints, their count, offset of its texts' n-gram counts) once spilled
+        self.slices: list[tuple[int, np.ndarray, np.ndarray] | tuple[int, int, int, int]] = []
+        self.prints_at = self.held_at = 0
+        self.spilled = False
+        self.counted: tuple[np.ndarray, np.ndarray] | None = (
+            None  # the held hashes counted, when never spilled
+        )
+
+    # ----- the first pass
+    def add(self, hashes: np.ndarray, size: int, prints: np.ndarray, held: np.ndarray) -> None:
+        self.buffer.append(hashes)
+        self.buffered += len(hashes)
+        self.slices.append((size, prints, held))
+        if self.buffered >= COMPACT_AT:
+            self._spill()
+
+    def _root(self) -> Path:
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="orgseed-ngrams-", dir=self.spill_dir)
+        return Path(self.folder.name)
+
+    def _counted_buffer(self) -> tuple[np.ndarray, np.ndarray]:
+        more = np.sort(np.concatenate(self.buffer) if self.buffer else np.empty(0, np.uint64), kind="stable")
+        self.buffer, self.buffered = [], 0
+        first = _firsts(more)
+        times = np.diff(np.flatnonzero(np.append(first, True)))  # how many of each
+        return more[first], times
+
+    def _spill(self) -> None:
+        root = self._root()
+        keys, times = self._counted_buffer()
+        rows = np.empty(len(keys), dtype=_ROW)
+        rows["hash"], rows["count"] = keys, times
+        ranges = keys >> np.uint64(_HASH_BITS - PARTITION_BITS)
+        bounds = np.searchsorted(ranges, np.arange(1 << PARTITION_BITS, dtype=np.uint64))
+        bounds = np.append(bounds, len(keys))
+        for r in np.flatnonzero(np.diff(bounds)).tolist():
+            with (root / f"{r:03d}.bin").open("ab") as fh:
+                rows[bounds[r] : bounds[r + 1]].tofile(fh)
+        with (root / "prints.bin").open("ab") as pf, (root / "held.bin").open("ab") as hf:
+            for i, entry in enumerate(self.slices):
+                if len(entry) == 3:
+                    size, prints, held = entry
+                    prints.astype("<u2").tofile(pf)
+                    held.astype("<i8").tofile(hf)
+                    self.slices[i] = (size, self.prints_at, len(prints), self.held_at)
+                    self.prints_at += 2 * len(prints)
+                    self.held_at += 8 * len(held)
+        self.spilled = True
+
+    # ----- the counts, a range at a time
+    def _ranges(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Each range's distinct hashes (sorted) and the texts holding each, in hash order."""
+        if not self.spilled:  # all held: counted once, kept for a second scan
+            if self.counted is None:
+                self.counted = self._counted_buffer()
+            if len(self.counted[0]):
+                yield self.counted
+            return
+        if self.buffer:
+            self._spill()
+        root = self._root()
+        for r in range(1 << PARTITION_BITS):
+            yield from _range_counts(root / f"{r:03d}.bin", 1)
+
+    def threshold(self, top: int) -> tuple[int, np.ndarray] | None:
+        """The `top`-th largest count (the smallest when fewer hashes), and the hashes reaching it (sorted);
+        None when there is no hash."""
+        best: list[int] = []  # the `top` largest counts seen, a min-heap
+        kept: list[tuple[np.ndarray, np.ndarray]] = []
+        for keys, counts in self._ranges():
+            for c in np.sort(counts)[-top:].tolist():
+                if len(best) < top:
+                    heapq.heappush(best, c)
+                elif c > best[0]:
+                    heapq.heapreplace(best, c)
+            floor = best[0] if len(best) == top else 1  # at most the final threshold
+            reach = counts >= floor
+            kept.append((keys[reach], counts[reach]))
+        if not best:
+            return None
+        threshold = best[0]
+        return threshold, np.concatenate([k[c >= threshold] for k, c in kept])
+
+    def reaching(self, threshold: int) -> np.ndarray:
+        """The hashes held by at least `threshold` texts (sorted)."""
+        return np.concatenate([k[c >= threshold] for k, c in self._ranges()] or [np.empty(0, np.uint64)])
+
+    # ----- the exact passes
+    def prints(self, i: int) -> tuple[int, np.ndarray, np.ndarray]:
+        entry = self.slices[i]
+        if len(entry) == 3:
+            return entry
+        size, prints_at, count, held_at = entry
+        root = self._root()
+        prints = np.fromfile(root / "prints.bin", dtype="<u2", count=count, offset=prints_at)
+        held = np.fromfile(root / "held.bin", dtype="<i8", count=size, offset=held_at)
+        return size, prints, held
+
+    def close(self) -> None:
+        self.buffer, self.slices, self.counted = [], [], None
+        if self.folder is not None:
+            self.folder.cleanup()
+            self.folder = None
+
+
+def _range_counts(path: Path, depth: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The distinct hashes of a range's file (or of the folder it was split into) and their summed counts."""
+    folder = path.with_suffix("")
+    if folder.is_dir():
+        for sub in range(1 << PARTITION_BITS):
+            yield from _range_counts(folder / f"{sub:03d}.bin", depth + 1)
+        return
+    if not path.exists():
+        return
+    rows = path.stat().st_size // _ROW.itemsize
+    if rows > PARTITION_ROWS and (depth + 1) * PARTITION_BITS <= _HASH_BITS:
+        _split(path, folder, depth)
+        yield from _range_counts(path, depth)
+        return
+    got = np.fromfile(path, dtype=_ROW)
+    order = np.argsort(got["hash"], kind="stable")
+    keys, counts = got["hash"][order], got["count"][order].astype(np.int64)
+    del got, order
+    first = np.flatnonzero(_firsts(keys))
+    yield keys[first], np.add.reduceat(counts, first) if len(first) else counts
+
+
+def _split(path: Path, folder: Path, depth: int) -> None:
+    """A range's file split by the next PARTITION_BITS bits of its hashes into `folder`, PARTITION_ROWS rows
+    read at a time; the file is removed once split."""
+    folder.mkdir()
+    shift = np.uint64(_HASH_BITS - (depth + 1) * PARTITION_BITS)
+    mask = np.uint64((1 << PARTITION_BITS) - 1)
+    rows = path.stat().st_size // _ROW.itemsize
+    for at in range(0, rows, PARTITION_ROWS):
+        got = np.fromfile(path, dtype=_ROW, count=min(PARTITION_ROWS, rows - at), offset=at * _ROW.itemsize)
+        sub = (got["hash"] >> shift) & mask
+        order = np.argsort(sub, kind="stable")
+        got, sub = got[order], sub[order]
+        bounds = np.append(np.searchsorted(sub, np.arange(1 << PARTITION_BITS, dtype=np.uint64)), len(sub))
+        for r in np.flatnonzero(np.diff(bounds)).tolist():
+            with (folder / f"{r:03d}.bin").open("ab") as fh:
+                got[bounds[r] : bounds[r + 1]].tofile(fh)
+    path.unlink()
+
 
 def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple[str, float]]:
-    """`repeated_ngrams` of the texts `batches()` yields, in memory bounded by the number of distinct n-grams
-    (12 bytes each) rather than by the n-grams themselves (a tuple of word strings each, ~0.5 kB: 180 MB of a
-    scale-30 build's peak was that Counter).
+    """`repeated_ngrams` of the texts `batches()` yields, in memory bounded by the counter's buffers and one
+    range of hash values at a time (`RepeatedNgrams` spills the counts to disk), rather than by the n-grams
+    themselves (a tuple of word strings each, ~0.5 kB: 180 MB of a scale-30 build's peak was that Counter) or
+    by the distinct n-grams (at scale 1,000, tens of millions for the chats' bodies).
 
     Two passes. The first counts, per hash of an n-gram, the texts holding an n-gram with that hash: an upper
     bound of each n-gram's own count (a collision can only add). The second counts exactly the n-grams
@@ -403,12 +564,15 @@ def repeated_ngrams_in(batches: Batches, n: int = 8, top: int = 5) -> list[tuple
     n-grams hashed with numpy from those bytes (`_slice_grams`), not built as strings and tuples of words:
     only the n-grams that can rank are."""
     counter = RepeatedNgrams(n, top)
-    for batch in batches():
-        counter.bound(batch)
-    while counter.exact_pass():
+    try:
         for batch in batches():
-            counter.exact(batch)
-    return counter.result()
+            counter.bound(batch)
+        while counter.exact_pass():
+            for batch in batches():
+                counter.exact(batch)
+        return counter.result()
+    finally:
+        counter.close()
 
 
 def _sorted_distinct(values: np.ndarray) -> np.ndarray:
@@ -423,21 +587,6 @@ def _firsts(values: np.ndarray) -> np.ndarray:
     first = np.ones(len(values), dtype=bool)
     first[1:] = values[1:] != values[:-1]
     return first
-
-
-def _fold(keys: np.ndarray, counts: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct hashes of `keys` and `more` with their summed counts (each of `more` counts 1).
-    `more` is sorted runs (a slice's hashes each), which a stable sort merges quickly."""
-    more = np.sort(more, kind="stable")
-    first = _firsts(more)
-    new = more[first]
-    times = np.diff(np.flatnonzero(np.append(first, True))).astype(np.int32)  # how many of each
-    at = np.searchsorted(keys, new)
-    seen = at < len(keys)
-    seen[seen] = keys[at[seen]] == new[seen]
-    counts[at[seen]] += times[seen]  # distinct positions: each of `new` is one hash
-    fresh = ~seen
-    return np.insert(keys, at[fresh], new[fresh]), np.insert(counts, at[fresh], times[fresh])
 
 
 def top_ngram_share(texts: Sequence[str | None], n: int = 8) -> float:

@@ -290,6 +290,16 @@ def test_the_spilled_counts_are_bounded_and_removed(tmp_path: Path, monkeypatch:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_spill_folder_that_cannot_be_made_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fidelity, "COMPACT_AT", 4)
+    counter = fidelity.RepeatedNgrams(2, 1, spill_dir=tmp_path / "missing")
+    with pytest.raises(OSError, match=r"could not spill .* point TMPDIR at a writable folder") as err:
+        counter.bound(["one two three four five six"])
+    assert str(tmp_path / "missing") in str(err.value)
+
+
 def test_sampled_texts_are_the_seeded_samples() -> None:
     texts = [f"text {k}" for k in range(1000)]
     batches = [texts[i : i + 64] for i in range(0, len(texts), 64)]

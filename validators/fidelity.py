@@ -385,6 +385,10 @@ class RepeatedNgrams:
 PARTITION_BITS = 8  # a spilled range splits into 2 ** PARTITION_BITS ranges of hash values
 PARTITION_ROWS = 1 << 22  # (hash, count) rows of one range counted at once; a larger range is split again
 _ROW = np.dtype([("hash", "<u8"), ("count", "<u4")])
+SPILL_FAILED = (
+    "The text-fidelity figures could not spill their n-gram counts to a temporary folder; point TMPDIR at a "
+    "writable folder with free space (the emails' bodies spill ~0.2 GB at scale 300, one field at a time)"
+)
 
 
 class _Spill:
@@ -419,7 +423,10 @@ class _Spill:
 
     def _root(self) -> Path:
         if self.folder is None:
-            self.folder = tempfile.TemporaryDirectory(prefix="orgseed-ngrams-", dir=self.spill_dir)
+            try:
+                self.folder = tempfile.TemporaryDirectory(prefix="orgseed-ngrams-", dir=self.spill_dir)
+            except OSError as exc:
+                raise OSError(f"{SPILL_FAILED} ({exc})") from exc
         return Path(self.folder.name)
 
     def _counted_buffer(self) -> tuple[np.ndarray, np.ndarray]:
@@ -431,6 +438,12 @@ class _Spill:
 
     def _spill(self) -> None:
         root = self._root()
+        try:
+            self._write(root)
+        except OSError as exc:
+            raise OSError(f"{SPILL_FAILED}: {root} ({exc})") from exc
+
+    def _write(self, root: Path) -> None:
         keys, times = self._counted_buffer()
         rows = np.empty(len(keys), dtype=_ROW)
         rows["hash"], rows["count"] = keys, times

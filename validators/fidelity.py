@@ -409,9 +409,8 @@ class _Spill:
         self.slices: list[tuple[int, np.ndarray, np.ndarray] | tuple[int, int, int, int]] = []
         self.prints_at = self.held_at = 0
         self.spilled = False
-        self.counted: tuple[np.ndarray, np.ndarray] | None = (
-            None  # the held hashes counted, when never spilled
-        )
+        # the held hashes counted, when they were never spilled (counted once, read by each scan)
+        self.counted: tuple[np.ndarray, np.ndarray] | None = None
 
     # ----- the first pass
     def add(self, hashes: np.ndarray, size: int, prints: np.ndarray, held: np.ndarray) -> None:

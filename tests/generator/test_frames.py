@@ -97,6 +97,22 @@ def test_masks_and_positions_on_views(stored: StoredFrame, frame: pd.DataFrame) 
     pd.testing.assert_series_equal(stored.iloc[3:8]["n"], frame.iloc[3:8]["n"])
 
 
+def test_strings_taken_from_a_stored_frame_are_made_anew(stored: StoredFrame, frame: pd.DataFrame) -> None:
+    """The strings `take_array` keeps are new objects, so none pins the parts it read (which are let go), and
+    they equal the frame's values, missing where it has none."""
+    positions = np.array([10, 0, 3, 3, 6, 1])
+    got = frames.take_array(stored, "text", positions)
+    assert got.dtype == object
+    pd.testing.assert_series_equal(
+        pd.Series(got, name="text"), frame["text"].iloc[positions].reset_index(drop=True)
+    )
+    read = stored.column_rows("text", positions).tolist()  # the parts' own objects, as held in the cache
+    strings = [(a, b) for a, b in zip(read, got.tolist(), strict=True) if isinstance(a, str)]
+    assert len(strings) == 4 and all(a == b and a is not b for a, b in strings)
+    # other dtypes come back as they are stored
+    assert frames.take_array(stored, "n", positions).tolist() == (positions * 3).tolist()
+
+
 def test_what_cannot_be_stored_or_read_says_so(frame: pd.DataFrame, tmp_path: Path) -> None:
     with pytest.raises(FrameStoreError, match=r"index 0\.\.10"):
         save_frame(frame.iloc[::-1], tmp_path / "reversed")

@@ -592,9 +592,6 @@ class MessageOffers:
                 self.positions.append(first + pos)
                 self.codes.append(code)
 
-    def offered_at(self) -> dict[int, list[str]]:
-        return {p: self.kinds[c] for p, c in zip(self.positions, self.codes, strict=True)}
-
 
 def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> list[Finding]:
     """The latent offers and violations against the texts. `read`: the offers of these objects' messages
@@ -819,9 +816,9 @@ def _messages(data: BundleData, read: dict[str, MessageOffers]) -> _CaseMessages
             texts = np.full(len(frame), "", dtype=object)
             texts[textless] = None
             offers.fill(_NO_OFFER)  # one list for all (`fill` stores the object, never its items)
-            offering = np.asarray(done.positions, dtype=np.int64)  # ascending: fed in record order
-            at = np.minimum(np.searchsorted(offering, positions), max(len(offering) - 1, 0))
-            hit = np.flatnonzero(offering[at] == positions) if len(offering) else np.empty(0, dtype=np.int64)
+            # each held row's place among the positions offering something (one per record; -1: none)
+            at = pd.Index(np.asarray(done.positions, dtype=np.int64)).get_indexer(positions)
+            hit = np.flatnonzero(at >= 0)
             kinds = np.asarray(done.codes, dtype=np.int64)[at[hit]]
             for k, c in zip(hit.tolist(), kinds.tolist(), strict=True):
                 offers[k] = done.kinds[c]

@@ -45,6 +45,10 @@ class BundleData:
     profile: Profile | None = None
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)
     latent: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # the latent tables tried (their file exists) and those read whole: a staged run reads each when a step
+    # first needs it and lets it go after the last, so `latent` alone does not say which could be read
+    latent_tried: set[str] = field(default_factory=set)
+    latent_read: set[str] = field(default_factory=set)
     policies: dict[str, Any] | None = None
     problems: list[Finding] = field(default_factory=list)
     bundle: Bundle | None = None  # what read the data: it knows which part holds a line of a parted object
@@ -79,18 +83,22 @@ def load_bundle(
     profile: str | Profile | None = None,
     model: OrgModel | None = None,
     objects: bool = True,
+    latent: bool = True,
 ) -> BundleData:
     """The bundle at `root` as the checks read it; with `objects=False` everything but the objects' data
-    (read them one at a time with `read_object`)."""
+    (read them one at a time with `read_object`); with `latent=False` everything but the latent tables (read
+    them with `read_latent`)."""
     root = Path(root)
     data = BundleData(root=root, model=model or load_model(), bundle=Bundle(root))
-    read_bundle_files(data, profile, objects)
+    read_bundle_files(data, profile, objects, latent)
     return data
 
 
-def read_bundle_files(data: BundleData, profile: str | Profile | None = None, objects: bool = False) -> None:
+def read_bundle_files(
+    data: BundleData, profile: str | Profile | None = None, objects: bool = False, latent: bool = True
+) -> None:
     """Read into `data` (made for its root, model and bundle) the manifest, checking the files it lists, the
-    profile, the objects (with `objects`), the latent tables and the policies."""
+    profile, the objects (with `objects`), the latent tables (with `latent`) and the policies."""
     root, bundle = data.root, data.bundle
     assert bundle is not None
     try:
@@ -107,12 +115,22 @@ def read_bundle_files(data: BundleData, profile: str | Profile | None = None, ob
             frame = read_object(data, bundle, spec)
             if frame is not None:
                 data.raw[spec.name] = frame
-    for name in LATENT_OBJECTS:
-        path = root / data.latent_file(name)
-        if not path.exists():
-            continue  # reported by the manifest check when listed; otherwise the content checks are skipped
+    if latent:
+        read_latent(data)
+    read_policies(data)
+
+
+def read_latent(data: BundleData, names: Collection[str] = LATENT_OBJECTS) -> list[str]:
+    """Read into `data.latent` the latent tables of `names` not tried yet (only the columns the content checks
+    read); a table that cannot be read becomes a `bundle.csv` finding in `data.problems`. The names read."""
+    read = []
+    for name in names:
+        path = data.root / data.latent_file(name)
+        if name in data.latent_tried or not path.exists():
+            continue  # a missing one: reported by the manifest check when listed; the content checks skip it
+        data.latent_tried.add(name)
         try:
-            table = read_csv_lines(path, data.latent_file(name), root=root, columns=LATENT_COLUMNS[name])
+            table = read_csv_lines(path, data.latent_file(name), root=data.root, columns=LATENT_COLUMNS[name])
             data.latent[name] = table[[c for c in LATENT_COLUMNS[name] if c in table.columns]]
             del table
         except BundleError as exc:
@@ -125,7 +143,10 @@ def read_bundle_files(data: BundleData, profile: str | Profile | None = None, ob
                     line=getattr(exc, "line", None),
                 )
             )
-    read_policies(data)
+            continue
+        data.latent_read.add(name)
+        read.append(name)
+    return read
 
 
 def read_policies(data: BundleData) -> None:

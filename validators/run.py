@@ -102,13 +102,13 @@ def _validate(
     if early is not None and staged:
         data = early.data
         begun_with = (data.profile, data.policies)
-        read_bundle_files(data, profile)
+        read_bundle_files(data, profile, latent=False)  # the staged run reads them when a step needs them
         if data.manifest is None or (data.profile, data.policies) != begun_with:
             # no check runs, or they run against other policies or another profile: the early steps do not count
-            early, data = None, load_bundle(root, profile, model, objects=False)
+            early, data = None, load_bundle(root, profile, model, objects=False, latent=False)
     else:
         early = None
-        data = load_bundle(root, profile, model, objects=not staged)
+        data = load_bundle(root, profile, model, objects=not staged, latent=not staged)
     report = Report(bundle=str(root), timings={"load": round(time.perf_counter() - started, 4)})
     findings: list[Finding] = []
     objects = {name: len(frame) for name, frame in data.raw.items()}
@@ -145,7 +145,7 @@ def _skipped(data: BundleData, readable: set[str]) -> list[str]:
     ]
     if data.profile is None:
         out.append("integrity.cardinality and rules.time-span: no profile to take bounds and the span from")
-    missing = [f"latent/{name}.csv" for name in LATENT_OBJECTS if name not in data.latent]
+    missing = [f"latent/{name}.csv" for name in LATENT_OBJECTS if name not in data.latent_read]
     if data.policies is None:
         missing.append(POLICIES)
     if missing:

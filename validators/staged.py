@@ -38,7 +38,7 @@ from schemas.model import OrgModel
 from schemas.profile import Profile
 from validators import integrity, rules, schema, text
 from validators.findings import Finding
-from validators.load import BundleData, read_object, unreadable
+from validators.load import BundleData, read_latent, read_object, unreadable
 
 Frames = dict[str, pd.DataFrame]
 
@@ -70,7 +70,9 @@ class Step:
     # the only columns it reads of some of the objects it needs (the others: every column); once the steps
     # left read only some columns of an object, the others are let go
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    latent: bool = False  # it reads the objects' latent tables (latent/<Object>.csv), read with the manifest
+    # the objects whose latent tables (latent/<Object>.csv) it reads: each is read when the first step naming it
+    # runs, and let go after the last (`StagedRun`)
+    latent: tuple[str, ...] = ()
     # a check of `needs[0]` a block of rows at a time, started with the frames of the other objects it
     # needs (then `run` is None): the consecutive steps of one object that read it so are fed from one
     # reading of its file, which keeps only the columns the steps after them read
@@ -360,7 +362,7 @@ def plan(state: _State) -> list[Step]:
                         "EmailMessage": ("Id", "_line", "ParentId", "Incoming"),
                         "LiveChatTranscript": ("Id", "_line", "CaseId"),
                     },
-                    latent=True,
+                    latent=("Case", "EmailMessage", "Issue__c"),
                 )
             )
         elif name == "CaseHistory__c":
@@ -368,7 +370,12 @@ def plan(state: _State) -> list[Step]:
     # the articles against their latent kinds and the policies: after the objects' own steps, which can then
     # run before the latent tables are read (StagedRun.advance)
     steps.append(
-        Step("text", ("Knowledge__kav",), lambda fr: text._policies(replace(data, raw=fr)), latent=True)
+        Step(
+            "text",
+            ("Knowledge__kav",),
+            lambda fr: text._policies(replace(data, raw=fr)),
+            latent=("Knowledge__kav",),
+        )
     )
     steps.append(Step("rules", (), release_cases))
     return steps
@@ -413,8 +420,10 @@ class StagedRun:
     first ones early (`advance`), each once the objects it reads are written, while the building process
     still generates the others, and the rest later (`finish`). Either way the steps, the objects each reads
     and the findings are the same. A step that reads the objects' latent tables (`Step.latent`) waits for
-    `finish`, which reads them with the manifest; so do the steps after it. The consecutive block steps of
-    an object run together, from one reading of its file."""
+    `finish`, once the manifest is read; so do the steps after it. A latent table the run's data does not
+    hold yet is read when the first step naming it runs, and let go after the last (at scale 1,000 latent/
+    EmailMessage.csv's ids were ~300 MB, held from the start through the order steps). The consecutive block
+    steps of an object run together, from one reading of its file."""
 
     def __init__(self, data: BundleData, bundle: Bundle) -> None:
         self.data, self.bundle = data, bundle
@@ -425,6 +434,11 @@ class StagedRun:
             for name in step.needs:
                 self.last[name] = i
         self.after = _reads_after(self.steps)
+        self.latent_last: dict[str, int] = {}  # a latent table → the last step reading it
+        for i, step in enumerate(self.steps):
+            for name in step.latent:
+                self.latent_last[name] = i
+        self.latent_own: set[str] = set()  # the latent tables this run read, which it lets go
         self.frames: Frames = {}
         self.attempted: set[str] = set()
         self.objects: dict[str, int] = {}
@@ -457,6 +471,9 @@ class StagedRun:
         while self.done < len(self.steps):
             self._run(self.done)
         data, bundle = self.data, self.bundle
+        # the latent tables no step read, so that an unreadable one is still reported
+        for name in read_latent(data):
+            del data.latent[name]
         for spec in data.model:
             if spec.name not in self.attempted:
                 self.attempted.add(spec.name)
@@ -512,8 +529,15 @@ class StagedRun:
             for name in step.needs:
                 self._load(name, i)
             t = time.perf_counter()
+            self.latent_own.update(read_latent(self.data, step.latent))
+            self.timings["load"] += time.perf_counter() - t
+            t = time.perf_counter()
             self.findings.extend(step.run({n: frames[n] for n in step.needs if n in frames}))
             self.timings[step.family] += time.perf_counter() - t
+        let_go = [n for n in step.latent if self.latent_last[n] == i and n in self.latent_own]
+        for name in let_go:
+            self.latent_own.discard(name)
+            self.data.latent.pop(name, None)
         last = end - 1
         done = [n for n in frames if self.last.get(n, -1) <= last]
         for name in done:
@@ -527,7 +551,7 @@ class StagedRun:
             if len(kept) < len(frame.columns):
                 frames[name] = frame[kept]
                 narrowed.append(name)
-        if any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed, *step.needs[:1])):
+        if let_go or any(self.objects.get(n, 0) >= LARGE_ROWS for n in (*done, *narrowed, *step.needs[:1])):
             release_freed_memory()
         self.done = end
 

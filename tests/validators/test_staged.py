@@ -101,7 +101,7 @@ def _begun_as_written(root: Path) -> tuple[StagedRun, list[tuple[str, ...]]]:
         before = run.done
         while run.advance(written):
             for step in run.steps[before : run.done]:  # an object's block steps run together
-                assert not step.latent  # the latent tables are read with the manifest
+                assert not step.latent  # the latent tables are read once the manifest is
                 assert set(step.needs) <= written
                 ran.append(step.needs)
             before = run.done
@@ -201,3 +201,52 @@ def test_the_emails_bodies_are_read_a_block_at_a_time_and_never_held(
     assert held and not held & {"Subject", "TextBody", "FromAddress"}, sorted(held)
     assert sum(sizes) == outcome.objects["EmailMessage"] and max(sizes) == 7
     assert outcome.findings == []
+
+
+def test_a_latent_table_is_held_only_from_the_first_step_reading_it_to_the_last(small_bundle: Path) -> None:
+    # the latent tables (latent/<Object>.csv) are not read with the manifest and held through every step: each
+    # is read when the first step naming it runs and let go after the last, so none is held beside the orders
+    run = start_validation(small_bundle, load_profile(str(SMALL_PROFILE)))
+    data = run.data
+    had: list[tuple[int, set[str], set[str]]] = []  # step, the tables held while it ran, those it names
+    for i, step in enumerate(run.steps):
+        if step.run is not None:
+            real = step.run
+
+            def seen(fr: Any, real: Any = real, i: int = i, names: tuple[str, ...] = step.latent) -> Any:
+                had.append((i, set(data.latent), set(names)))
+                return real(fr)
+
+            step.run = seen
+    while run.done < len(run.steps):
+        run._run(run.done)
+    outcome = run.finish()
+    naming = {name: [i for i, step in enumerate(run.steps) if name in step.latent] for name in data.latent_read}
+    assert set(naming) == {"Case", "EmailMessage", "Issue__c", "Knowledge__kav"}  # each read, by some step
+    for i, held, names in had:
+        assert names <= held, (i, names, held)  # a step has the tables it reads
+        within = {name for name, at in naming.items() if at and at[0] <= i <= at[-1]}
+        assert held <= within, (i, sorted(held - within))  # and none read before or kept after its use
+    orders = [i for i, step in enumerate(run.steps) if "OrderItem" in step.needs and step.family == "rules"]
+    assert orders and all(not held for i, held, _ in had if i in orders)
+    assert data.latent == {}
+    assert outcome.findings == []
+
+
+def test_an_unreadable_latent_table_is_reported_as_the_whole_org_reports_it(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    # latent/EmailMessage.csv cut short inside a quoted cell: read only when the offers step runs, it is
+    # reported with its file and line, and its checks listed as skipped, as when it is read with the manifest
+    import shutil
+
+    root = tmp_path / "bundle"
+    shutil.copytree(small_bundle, root)
+    path = root / "latent" / "EmailMessage.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:5]) + 'x,"unclosed\n', encoding="utf-8")
+    whole = _summary(validate_bundle(root, staged=False))
+    assert _summary(validate_bundle(root)) == whole
+    about = [f for f in whole["findings"] if f["rule"] == "bundle.csv"]
+    assert [(f["file"], f["line"]) for f in about] == [("latent/EmailMessage.csv", 6)]
+    assert any("latent/EmailMessage.csv" in s for s in whole["skipped"])

@@ -485,9 +485,13 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
             ),
         )
     if "OrderItem" in raw and "Order" in raw:
-        item_order = by_id(raw["OrderItem"], "OrderId")
-        order_acc = by_id(raw["Order"], "AccountId")
+        # the items and orders the cases name, then the first row of each id among them (the first among all
+        # rows of that id): not every item's and order's id hashed twice (7.1 M and 2.1 M at scale 1,000)
+        items, orders = raw["OrderItem"], raw["Order"]
+        item_order = by_id(items[items["Id"].isin(cases["OrderItemId__c"]).to_numpy()], "OrderId")
         c = cases.assign(_order=cases["OrderItemId__c"].map(item_order))
+        orders = orders[orders["Id"].isin(c["_order"]).to_numpy()]
+        order_acc = by_id(orders, "AccountId")
         c["_order_account"] = c["_order"].map(order_acc)
         bad = c["_order_account"].notna() & c["AccountId"].notna() & (c["_order_account"] != c["AccountId"])
         emit.rows(
@@ -501,7 +505,7 @@ def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
                 "cases about their own orders."
             ),
         )
-        order_date = by_id(raw["Order"], "EffectiveDate")
+        order_date = by_id(orders, "EffectiveDate")
         c["_order_date"] = parse_dates(c["_order"].map(order_date))
         late = c["_order_date"].notna() & (c["_order_date"] > c["_created"].dt.normalize())
         emit.rows(

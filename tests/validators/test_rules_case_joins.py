@@ -165,3 +165,82 @@ def test_history_rows_against_their_case_as_restated(
             want.add(("rules.history-closed", record))
     kinds = {"rules.history-outside-case", "rules.history-creation", "rules.history-closed"}
     assert {(rule, record) for rule, record in got if rule in kinds} == want
+
+
+ITEM_IDS = ["802A", "802B", "802C", "802D"]
+ORDER_IDS = ["801A", "801B", "801C"]
+ACCOUNTS = [None, "001A", "001B"]
+order_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "Id": st.sampled_from(ORDER_IDS),
+            "AccountId": st.sampled_from(ACCOUNTS),
+            "EffectiveDate": st.sampled_from([None, "2020-01-01", "2020-01-02", "2020-01-03", "soon"]),
+        }
+    ),
+    max_size=6,
+)
+item_rows = st.lists(
+    st.fixed_dictionaries(
+        {"Id": st.sampled_from(ITEM_IDS), "OrderId": st.sampled_from([None, *ORDER_IDS, "801Z"])}
+    ),
+    max_size=8,
+)
+case_item_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "Id": st.sampled_from(CASE_IDS),
+            "CreatedDate": datetimes,
+            "AccountId": st.sampled_from(ACCOUNTS),
+            "OrderItemId__c": st.sampled_from([None, *ITEM_IDS, "802Z"]),
+        }
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_item_rows, item_rows, order_rows)
+@example(  # the second case's item is of another order, placed by another account and after the case
+    [
+        {"Id": "500A", "CreatedDate": T1, "AccountId": "001A", "OrderItemId__c": "802A"},
+        {"Id": "500B", "CreatedDate": T1, "AccountId": "001A", "OrderItemId__c": "802B"},
+    ],
+    [{"Id": "802A", "OrderId": "801A"}, {"Id": "802B", "OrderId": "801B"}, {"Id": "802B", "OrderId": "801A"}],
+    [
+        {"Id": "801A", "AccountId": "001A", "EffectiveDate": "2020-01-01"},
+        {"Id": "801B", "AccountId": "001B", "EffectiveDate": "2020-01-02"},
+    ],
+)
+def test_cases_against_their_orders_customer_and_date_as_restated(
+    cases: list[dict[str, Any]], items: list[dict[str, Any]], orders: list[dict[str, Any]]
+) -> None:
+    # a case's order item is the first item row of its id, that item's order the first order row of its id
+    frame = pd.DataFrame(
+        cases, columns=["Id", "CreatedDate", "AccountId", "OrderItemId__c"], dtype=object
+    ).assign(ClosedDate=None, Status="New", ContactId=None, OwnerId=None, _line=range(2, len(cases) + 2))
+    raw = {
+        "OrderItem": pd.DataFrame(items, columns=["Id", "OrderId"], dtype=object),
+        "Order": pd.DataFrame(orders, columns=["Id", "AccountId", "EffectiveDate"], dtype=object),
+    }
+    emit = rules._Emit()
+    rules._case_customer(raw, rules._cases(frame, SPAN_END, rules._Emit()), emit)
+    got = [(f.rule, f.record, f.line) for f in emit.out]
+    first_item = {i: next(r for r in items if r["Id"] == i) for i in {r["Id"] for r in items}}
+    first_order = {o: next(r for r in orders if r["Id"] == o) for o in {r["Id"] for r in orders}}
+    other, late = [], []
+    for line, case in enumerate(cases, start=2):
+        item = first_item.get(case["OrderItemId__c"])
+        order = first_order.get(item["OrderId"]) if item is not None else None
+        if order is None:
+            continue
+        if None not in (order["AccountId"], case["AccountId"]) and order["AccountId"] != case["AccountId"]:
+            other.append(("rules.case-customer", case["Id"], line))
+        created = _when(case["CreatedDate"])
+        try:
+            day = datetime.strptime(order["EffectiveDate"] or "", "%Y-%m-%d")
+        except ValueError:
+            continue
+        if created is not None and day > created.replace(hour=0, minute=0, second=0, microsecond=0):
+            late.append(("rules.order-after-case", case["Id"], line))
+    assert got == other + late

@@ -41,7 +41,8 @@ LATENT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 # the latent tables of which the checks read only the ids whose last row has a value (column, value): only
 # those rows are kept. EmailMessage's say which emails carry their case's offer (text._messages): at scale 300,
-# 171,399 of its 970,200 rows (the table's ids were ~85 MB of the offers step's ~280)
+# 171,399 of its 970,200 rows (the latent tables read for the offers step were ~117 MB of its ~284 MB, most of
+# it this table's ids)
 LATENT_LAST_ROWS: dict[str, tuple[str, str]] = {"EmailMessage": ("_kind", "agent_offer")}
 POLICIES = "latent/world/policies.json"
 _DATA_FILE = re.compile(r"data/([^/]+)\.csv")
@@ -57,8 +58,8 @@ class BundleData:
     profile: Profile | None = None
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)
     latent: dict[str, pd.DataFrame] = field(default_factory=dict)
-    # the latent tables tried (their file exists) and those read whole: a staged run reads each when a step
-    # first needs it and lets it go after the last, so `latent` alone does not say which could be read
+    # the latent tables tried (their file exists) and those read: a staged run reads each when a step first
+    # needs it and lets it go after the last, so `latent` alone does not say which could be read
     latent_tried: set[str] = field(default_factory=set)
     latent_read: set[str] = field(default_factory=set)
     policies: dict[str, Any] | None = None

@@ -221,7 +221,9 @@ def test_a_latent_table_is_held_only_from_the_first_step_reading_it_to_the_last(
     while run.done < len(run.steps):
         run._run(run.done)
     outcome = run.finish()
-    naming = {name: [i for i, step in enumerate(run.steps) if name in step.latent] for name in data.latent_read}
+    naming = {
+        name: [i for i, step in enumerate(run.steps) if name in step.latent] for name in data.latent_read
+    }
     assert set(naming) == {"Case", "EmailMessage", "Issue__c", "Knowledge__kav"}  # each read, by some step
     for i, held, names in had:
         assert names <= held, (i, names, held)  # a step has the tables it reads

@@ -5,6 +5,7 @@ small bundle, on a parted copy of it, and on every corruption of the corpus."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -240,8 +241,6 @@ def test_an_unreadable_latent_table_is_reported_as_the_whole_org_reports_it(
 ) -> None:
     # latent/EmailMessage.csv cut short inside a quoted cell: read only when the offers step runs, it is
     # reported with its file and line, and its checks listed as skipped, as when it is read with the manifest
-    import shutil
-
     root = tmp_path / "bundle"
     shutil.copytree(small_bundle, root)
     path = root / "latent" / "EmailMessage.csv"

@@ -143,6 +143,8 @@ AGREEMENT_CHUNK = 8192
 EXACT_CHUNK = 1 << 13
 # agreeing candidate pairs given to the exact check at a time (`pair_arrays`), which keeps only the pairs found
 EXACT_SLICE = 1 << 20
+# codes moved at a time when the replaced rows' old segments are dropped (`_compact`): 8 bytes of index each
+COMPACT_CHUNK = 1 << 20
 
 
 def shingle_hashes(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +221,24 @@ def _segments(
     starts = ptr[at] - (np.cumsum(lengths) - lengths)
     index = np.repeat(starts, lengths) + np.arange(total)
     return np.repeat(pair * distinct, lengths) + flat[index]
+
+
+def _owned(a: np.ndarray) -> np.ndarray:
+    """`a`, or a copy of it when it does not own its memory (only an array owning it can be resized)."""
+    return a if a.flags.owndata and a.base is None else a.copy()
+
+
+def _appended(a: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """`np.concatenate([a, *parts])`, made by growing `a` in place: the allocator moves a large block's pages
+    rather than copying them, so `a` is not held twice (the codes of scale 300's cases, ~120 MB, were copied
+    whole for every round of rewriting). `a` must not be used after: the result replaces it."""
+    end = len(a)
+    out = _owned(a)
+    out.resize(end + sum(len(p) for p in parts), refcheck=False)
+    for p in parts:
+        out[end : end + len(p)] = p
+        end += len(p)
+    return out
 
 
 def _pack(i: np.ndarray, j: np.ndarray, stride: int) -> np.ndarray:
@@ -318,7 +338,7 @@ class NearDuplicateIndex:
         into one array of that size, shrunk to fit at the end, rather than gathered and joined (the join held
         the codes twice: ~57 MB more for scale 300's cases)."""
         end = len(self._codes)
-        parts = [self._codes]
+        parts: list[np.ndarray] = []  # without `capacity`: the new segments, appended to `_codes` at the end
         into = np.empty(end + capacity, dtype=self._codes.dtype) if capacity is not None else None
         if into is not None:
             into[:end] = self._codes
@@ -345,17 +365,33 @@ class NearDuplicateIndex:
         if into is not None:
             into.resize(end, refcheck=False)  # shrunk in place: the rows' repeated shingles were counted
             self._codes = into
-        else:
-            self._codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        elif parts:
+            # (to `_codes` as it is now: `_lookup` may have widened it)
+            self._codes = _appended(self._codes, parts)
         if self._garbage > len(self._codes) // 2:
             self._compact()
 
     def _compact(self) -> None:
-        """Drop the replaced rows' old segments from `_codes`."""
-        sizes = self._size
-        index = np.repeat(self._start - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-        self._codes = self._codes[index]
-        self._start = np.cumsum(sizes) - sizes
+        """Drop the replaced rows' old segments from `_codes`, in place: the live segments, in the order they
+        lie, each moved down to just after the one before it (never up, so none is overwritten before it is
+        moved), COMPACT_CHUNK codes at a time; the array is then shrunk. Copying the live codes into a new array
+        held them twice, beside an index of 8 bytes per code."""
+        codes, sizes = _owned(self._codes), self._size
+        rows = np.argsort(self._start, kind="stable")
+        lengths = sizes[rows]
+        ends = np.cumsum(lengths)
+        to = ends - lengths
+        src = self._start[rows]
+        lo = 0
+        while lo < len(rows):
+            hi = max(lo + 1, int(np.searchsorted(ends, to[lo] + COMPACT_CHUNK, side="right")))
+            part = lengths[lo:hi]
+            index = np.repeat(src[lo:hi] - (np.cumsum(part) - part), part) + np.arange(int(part.sum()))
+            codes[to[lo] : to[lo] + len(index)] = codes[index]  # read whole before written
+            lo = hi
+        codes.resize(int(ends[-1]) if len(ends) else 0, refcheck=False)
+        self._codes = codes
+        self._start[rows] = to
         self._garbage = 0
 
     def _sign(self, rows: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> None:

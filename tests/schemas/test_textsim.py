@@ -418,3 +418,58 @@ def test_a_new_index_holds_each_rows_distinct_codes_once_and_nothing_more() -> N
     for r, text in enumerate(texts):
         own = set(shingle_hashes([text])[0].tolist())
         assert index.shingle_set(r) == own and int(index._size[r]) == len(own)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_compacting_in_place_keeps_every_rows_codes_whatever_the_chunk(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    # The old segments of replaced rows are dropped in place, COMPACT_CHUNK codes at a time: with chunks of one
+    # code, a few, or all of them, every row's codes are still its shingle set (restated from its current
+    # text's hashes), the array holds the live codes and nothing more, and the pairs are a fresh index's.
+    monkeypatch.setattr(textsim, "COMPACT_CHUNK", chunk)
+    texts: list[str | None] = list(_template_corpus()[:300])
+    index = NearDuplicateIndex(texts)
+    rnd = random.Random(5)
+    compacted = 0
+    for round_ in range(5):
+        rows = rnd.sample(range(len(texts)), 120)
+        for k, row in enumerate(rows):
+            texts[row] = (
+                None if k % 11 == 0 else f"round{round_} {k} " + (texts[rnd.randrange(len(texts))] or "")
+            )
+        before = len(index._codes)
+        index.replace_many(rows, [texts[r] for r in rows])
+        if len(index._codes) < before:
+            compacted += 1
+            assert len(index._codes) == int(index._size.sum())
+        for r, text in enumerate(texts):
+            assert index.shingle_set(r) == set(shingle_hashes([text])[0].tolist())
+    assert compacted >= 1
+    assert index.pairs() == NearDuplicateIndex(texts).pairs()
+
+
+def test_a_round_of_rewriting_does_not_copy_the_codes() -> None:
+    # Replacing a few rows appends their codes by growing the array in place: what the round allocates is
+    # about the new codes, not a second copy of all the codes (which a concatenation made). numpy reports its
+    # arrays' memory to tracemalloc.
+    import tracemalloc
+
+    texts = [t for t in _corpus()[0] for _ in range(4)]  # 6,800 texts of ~118 distinct shingles
+    rows = list(range(0, len(texts), 400))  # 17 rows: far from the half that compacts
+    # traced from before the index is made: the growth of a block allocated untraced counts whole
+    tracemalloc.start()
+    try:
+        index = NearDuplicateIndex(texts)
+        size = index._codes.nbytes
+        assert size > 3_000_000
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        index.replace_many(rows, [f"new {r} " + texts[r] for r in rows])
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak < size / 4, (peak, size)
+    assert all(
+        index.shingle_set(r) == set(shingle_hashes([f"new {r} " + texts[r]])[0].tolist()) for r in rows
+    )

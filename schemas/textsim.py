@@ -225,7 +225,7 @@ def _segments(
 
 def _owned(a: np.ndarray) -> np.ndarray:
     """`a`, or a copy of it when it does not own its memory (only an array owning it can be resized)."""
-    return a if a.flags.owndata and a.base is None else a.copy()
+    return a if a.flags.owndata else a.copy()
 
 
 def _appended(a: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:

@@ -29,6 +29,7 @@ from flows.options import BuildOptions
 from flows.progress import current_progress, showing
 from flows.sidecar import Sidecar
 from flows.sidecar import wanted as sidecar_wanted
+from generator.apart import run_in_child
 from generator.pipeline import Progress, RunContext, ShardJob, run_shard_sync
 from schemas.errors import OrgseedError
 
@@ -74,6 +75,11 @@ def shard_task(job: ShardJob, rc: RunContext | None = None) -> Sealed:
     return Sealed(run_shard_sync(job, rc))
 
 
+@task(name="object in a child process", **TASK_OPTIONS)
+def apart_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Sealed:
+    return Sealed(run_in_child(fn, *args))
+
+
 class PrefectExecutor:
     """Submits one Prefect task per shard job to the flow's task runner and waits for all of them.
 
@@ -95,6 +101,12 @@ class PrefectExecutor:
         # stays referenced until the flow next yields to the event loop (generator/pipeline.py LocalExecutor)
         sealed = await asyncio.to_thread(lambda: [f.result() for f in futures])
         return [s.take() for s in sealed]
+
+    async def run_apart(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)` in a child process (generator/pipeline.py `made_apart`), as one task of its own."""
+        future = apart_task.with_options(task_run_name=f"{name}.made-apart").submit(fn, args)
+        sealed = await asyncio.to_thread(future.result)
+        return sealed.take()
 
 
 @task(name="stage", **TASK_OPTIONS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import shutil
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast, overload
 import numpy as np
 import pandas as pd
 
+from generator.apart import in_child
 from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
 from generator.objects.base import share_repeated_strings
@@ -423,62 +425,31 @@ async def generate(
         gen = GENERATORS[name]
         blocks = gen.n_blocks(ctx)
         progress.on_object_start(name, blocks)
-        n = max(1, min(shards, blocks))
-        jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
-        parts = [p for shard in await executor.run(rc, jobs) for p in shard]
-        parts.sort(key=lambda bp: bp[0])
-        frame = gen.finalize(ctx, [p for _, p in parts])
-        del parts  # the blocks, now in `frame`
-        if gen.text_kind is not None:
-            # the structured stage has read what it needed of the stored frames: the columns they kept for it
-            # are let go before the object's texts (a long phase: Case's near-duplicate rounds), which read
-            # again only the few they use (scale 300: Case's phase peaked at 1,394 MB instead of 1,538)
+        fill = None
+        if made_apart(rc, gen, spill, shares_memory):
+            # made in a child process (`generate_apart`), which reads what it needs of the objects made before
+            # from the work folder and leaves the finished frame there; this process takes it back
             for held in ctx.frames.values():
                 if isinstance(held, StoredFrame):
                     held.forget()
-        if len(frame) >= RELEASE_ROWS:
-            # the blocks' and the sort's copies are gone: the object's texts (a long phase, beside the sidecar's
-            # checks) start from what is live (scale 300's emails: 1,025 -> 867 MB when their texts begin)
             release_freed_memory()
+            # (an executor may run it as a unit of its own: `run_apart`, a Prefect task)
+            apart = getattr(executor, "run_apart", None)
+            job = (str(root), run, name, shards)
+            count, redone = await (
+                apart(name, generate_apart, *job) if apart is not None else in_child(generate_apart, *job)
+            )
+            stored = work / f"{name}{APART_SUFFIX}"
+            frame = StoredFrame(stored).to_pandas()
+            shutil.rmtree(stored)
+        else:
+            frame, count, redone, fill = await _made(rc, executor, name, shards, shares_memory)
         if gen.text_kind is not None:
-            ctx.frames[name + ":structured"] = frame
-            if not shares_memory:
-                save_frame(frame, work / f"{name}.structured")
-            reqs: list[TextRequest] | RequestsOnDemand
-            count = gen.text_request_count(ctx, frame)
-            if count is not None and (gen.requests_per_row or not gen.dedup_fields):
-                # each text shard makes its own requests (in a worker, or here) and lets them go with its texts;
-                # this process makes again only those it rewrites (Case's requests were 273 MB of the 2.1 GB
-                # peak of a scale-300 generation, held through the near-duplicate rounds)
-                reqs = RequestsOnDemand(gen, ctx, frame, count)
-            else:
-                reqs = gen.text_requests(ctx, frame)
-                rc.text_requests[name] = reqs
-            tn = max(1, min(shards, len(reqs)))
-            tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
-            if gen.spills_texts:
-                spilled = SpilledTexts(work, await executor.run(rc, tjobs), _text_fields(gen))
-                if spilled.results != len(reqs):
-                    raise BuildError(
-                        f"{name}: {spilled.results} texts for {len(reqs)} requests; no record may be dropped."
-                    )
-                fills[name] = TextFill(spilled, gen.text_rows(ctx, frame, spilled.sizes))
-                del spilled
-            else:
-                texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
-                if len(texts) != len(reqs):
-                    raise BuildError(
-                        f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
-                    )
-                frame = gen.apply_text(ctx, frame, reqs, texts)
-                frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
-                if redone:
-                    result.regenerated[name] = redone
-                del texts
-            result.text_counts[name] = len(reqs)
-            del ctx.frames[name + ":structured"]
-            rc.text_requests.pop(name, None)
-            del reqs
+            if fill is not None:
+                fills[name] = fill
+            if redone:
+                result.regenerated[name] = redone
+            result.text_counts[name] = count
         ctx.frames[name] = frame
         # Fields filled by the model's rules: this object's, and any that waited for this object (a lookup
         # deferred by the cycle policy). An object is persisted once all its fields are filled.
@@ -523,6 +494,138 @@ async def generate(
     # the writer's memos were for generation's texts: let go, they would pin the heap freed around them
     rc.forget_memos()
     return result
+
+
+async def _made(
+    rc: RunContext, executor: Executor, name: str, shards: int, shares_memory: bool
+) -> tuple[pd.DataFrame, int, int, TextFill | None]:
+    """Object `name` made: its blocks (split over shards run by `executor`), assembled in block order with
+    their ids, then its texts (`_write_texts`). Returns the frame, how many text requests were written, how
+    many rows were rewritten as near-duplicates, and the fill of its spilled texts (`_write_texts`)."""
+    ctx, root, run = rc.build, rc.root, rc.run
+    gen = GENERATORS[name]
+    blocks = gen.n_blocks(ctx)
+    n = max(1, min(shards, blocks))
+    jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
+    parts = [p for shard in await executor.run(rc, jobs) for p in shard]
+    parts.sort(key=lambda bp: bp[0])
+    frame = gen.finalize(ctx, [p for _, p in parts])
+    del parts  # the blocks, now in `frame`
+    if gen.text_kind is not None:
+        # the structured stage has read what it needed of the stored frames: the columns they kept for it
+        # are let go before the object's texts (a long phase: Case's near-duplicate rounds), which read
+        # again only the few they use (scale 300: Case's phase peaked at 1,394 MB instead of 1,538)
+        for held in ctx.frames.values():
+            if isinstance(held, StoredFrame):
+                held.forget()
+    if len(frame) >= RELEASE_ROWS:
+        # the blocks' and the sort's copies are gone: the object's texts (a long phase, beside the sidecar's
+        # checks) start from what is live (scale 300's emails: 1,025 -> 867 MB when their texts begin)
+        release_freed_memory()
+    if gen.text_kind is None:
+        return frame, 0, 0, None
+    return await _write_texts(rc, executor, name, frame, shards, shares_memory)
+
+
+async def _write_texts(
+    rc: RunContext, executor: Executor, name: str, frame: pd.DataFrame, shards: int, shares_memory: bool
+) -> tuple[pd.DataFrame, int, int, TextFill | None]:
+    """Write object `name`'s texts into its structured `frame`: its text shards (run by `executor`), then its
+    near-duplicate rounds. Returns the frame, how many requests were written, how many rows were rewritten
+    as near-duplicates, and for a generator that `spills_texts` the fill that puts its texts in place as its
+    CSV is written (the frame then has no text fields)."""
+    ctx, root, run = rc.build, rc.root, rc.run
+    work = root / WORK_DIR
+    gen = GENERATORS[name]
+    ctx.frames[name + ":structured"] = frame
+    if not shares_memory:
+        save_frame(frame, work / f"{name}.structured")
+    reqs: list[TextRequest] | RequestsOnDemand
+    count = gen.text_request_count(ctx, frame)
+    if count is not None and (gen.requests_per_row or not gen.dedup_fields):
+        # each text shard makes its own requests (in a worker, or here) and lets them go with its texts;
+        # this process makes again only those it rewrites (Case's requests were 273 MB of the 2.1 GB
+        # peak of a scale-300 generation, held through the near-duplicate rounds)
+        reqs = RequestsOnDemand(gen, ctx, frame, count)
+    else:
+        reqs = gen.text_requests(ctx, frame)
+        rc.text_requests[name] = reqs
+    tn = max(1, min(shards, len(reqs)))
+    tjobs = [ShardJob(str(root), run, name, "text", s, tn) for s in range(tn)]
+    fill = None
+    redone = 0
+    if gen.spills_texts:
+        spilled = SpilledTexts(work, await executor.run(rc, tjobs), _text_fields(gen))
+        if spilled.results != len(reqs):
+            raise BuildError(
+                f"{name}: {spilled.results} texts for {len(reqs)} requests; no record may be dropped."
+            )
+        fill = TextFill(spilled, gen.text_rows(ctx, frame, spilled.sizes))
+        del spilled
+    else:
+        texts = [r for shard in await executor.run(rc, tjobs) for r in shard]
+        if len(texts) != len(reqs):
+            raise BuildError(
+                f"{name}: {len(texts)} texts for {len(reqs)} requests; no record may be dropped."
+            )
+        frame = gen.apply_text(ctx, frame, reqs, texts)
+        frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
+        del texts
+    written = len(reqs)
+    del ctx.frames[name + ":structured"]
+    rc.text_requests.pop(name, None)
+    return frame, written, redone, fill
+
+
+# An object planned with at least this many rows whose texts stay in its frame and are searched for
+# near-duplicates is made in a child process in a large build (`made_apart`).
+APART_ROWS = 50_000
+APART_SUFFIX = ".made"  # the work folder's copy of a frame made in a child process
+
+
+def made_apart(rc: RunContext, gen: Any, spill: bool, shares_memory: bool) -> bool:
+    """Whether object `gen.sobject` is made in a child process (`generate_apart`) rather than in this one: in a
+    large build (`spill`) whose shards run in this process, for an object planned with APART_ROWS rows or
+    more whose texts are held in its frame and searched for near-duplicates (at scale 1,000: Case and
+    LiveChatTranscript), with the offline writer.
+
+    Why: making such an object (its blocks, then its texts, near-duplicate index and rewriting rounds; ~2.7
+    GB at scale 1,000 for Case) frees almost all it allocated, but the few small objects it leaves alive
+    are scattered among those freed, and each keeps the 1 MiB arena of Python's allocator it sits in. At
+    scale 100 the building process held 149 arenas after Case for 45 MB of live objects, against 54 before
+    it, to the end of the build (benchmarks/bench_heap_retained.py). A child gives all of its memory back
+    when it ends. Objects are not moved when an LLM writer writes: its usage, cache and limits are the
+    building process's."""
+    planned = int(rc.build.world.counts.get(gen.sobject, 0))
+    return (
+        spill
+        and shares_memory
+        and planned >= APART_ROWS
+        and gen.text_kind is not None
+        and bool(gen.dedup_fields)
+        and not gen.spills_texts
+        and rc.run.writer == "offline"
+    )
+
+
+def generate_apart(root: str, run: RunSpec, name: str, shards: int) -> tuple[int, int]:
+    """In a child process: object `name` made (`_made`, its shards run here one after another) and stored in the
+    work folder (`<name>.made`). Returns how many text requests were written and how many rows were rewritten.
+    The context is made anew from `run`, reading the objects made before from the work folder as a Dask
+    worker does (`RunContext.load_frames`): the same frame as the building process would make."""
+    rc = RunContext(Path(root), run, make_context(run))
+    rc.load_frames(name, "structured")
+
+    async def made() -> tuple[pd.DataFrame, int, int]:
+        try:
+            frame, count, redone, _ = await _made(rc, LocalExecutor(), name, shards, True)
+        finally:
+            await rc.aclose()
+        return frame, count, redone
+
+    frame, count, redone = asyncio.run(made())
+    save_frame(frame, rc.root / WORK_DIR / f"{name}{APART_SUFFIX}")
+    return count, redone
 
 
 def _text_fields(gen: Any) -> list[str]:

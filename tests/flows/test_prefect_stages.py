@@ -122,3 +122,31 @@ def test_shard_results_are_linked_to_their_task_runs_once_not_per_record(
     assert texts and sum(s[2] for s in texts) > 10 * sum(s[1] for s in texts), seen
     for stage, jobs, _items, added in seen:
         assert added <= jobs, (stage, jobs, added)
+
+
+def test_an_object_made_in_a_child_process_is_a_task_run_of_its_own(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large build makes its large near-duplicate-searched objects in a child process (generator/pipeline.py
+    made_apart): under Prefect each is one task run, `<Object>.made-apart`, in place of its shard tasks; the
+    data are the same. Both thresholds at 0 make the small org do so."""
+    from generator import pipeline
+    from generator.objects import GENERATORS
+
+    monkeypatch.setattr(build_module, "SPILL_RECORDS", 0)
+    monkeypatch.setattr(pipeline, "APART_ROWS", 0)
+    report = run_build(_opts(tmp_path / "out"))
+    expected = json.loads((small_bundle / "manifest.json").read_text())
+    assert report.manifest["data_sha256"] == expected["data_sha256"]
+    assert report.flow_run_id is not None
+    names = {run.name: run for run in _task_runs(report.flow_run_id)}
+    apart = {o for o in expected["counts"] if GENERATORS[o].dedup_fields and not GENERATORS[o].spills_texts}
+    assert "Case" in apart
+    for obj in expected["counts"]:
+        made = names.get(f"{obj}.made-apart")
+        shards = [n for n in names if n.startswith((f"{obj}.structured[", f"{obj}.text["))]
+        if obj in apart:
+            assert made is not None and made.state is not None and made.state.is_completed(), obj
+            assert not shards, (obj, shards)
+        else:
+            assert made is None and shards, obj

@@ -101,3 +101,72 @@ def test_a_build_that_spills_its_finished_objects_writes_the_same_bytes(
     }
     assert set(stored) == read
     assert {"EmailMessage", "LiveChatTranscript"} <= set(order) - read
+
+
+def test_texts_written_in_a_child_process_are_the_same_bytes(
+    tmp_path: Path, small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large build makes its large near-duplicate-searched objects in a child process (generator/pipeline.py
+    # made_apart): with both thresholds at 0 the small org makes every such object so, and its data, text
+    # counts and rewrite counts are the same.
+    from flows import build
+    from generator import pipeline
+    from generator.objects import GENERATORS
+
+    apart: list[str] = []
+    real = pipeline.in_child
+
+    async def spied(fn: Any, *args: Any) -> Any:
+        apart.append(args[2])
+        return await real(fn, *args)
+
+    monkeypatch.setattr(build, "SPILL_RECORDS", 0)
+    monkeypatch.setattr(pipeline, "APART_ROWS", 0)
+    monkeypatch.setattr(pipeline, "in_child", spied)
+    out = build_local(tmp_path / "apart")
+    assert _data_files(out) == _data_files(small_bundle)
+    assert _manifest(out)["data_sha256"] == _manifest(small_bundle)["data_sha256"]
+    assert _manifest(out)["text"] == _manifest(small_bundle)["text"]
+    # every object with texts kept in its frame and searched for near-duplicates, and only those
+    expected = [
+        name
+        for name in pipeline.generation_order(load_model())
+        if GENERATORS[name].dedup_fields and not GENERATORS[name].spills_texts
+    ]
+    assert apart == expected and "Case" in apart
+    # what went through the work folder was cleared with it
+    assert not (out / pipeline.WORK_DIR).exists()
+
+
+def test_rewriting_rounds_run_in_the_child_give_the_same_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The crmarena org at scale 1 rewrites near-duplicate cases (the small one does not): generated with its
+    # texts written in this process, then in a child, every object's finished frame and the counts agree.
+    import asyncio
+
+    import pandas as pd
+
+    from generator import pipeline
+
+    def generated(apart_rows: int, folder: str) -> tuple[dict[str, pd.DataFrame], Any]:
+        monkeypatch.setattr(pipeline, "APART_ROWS", apart_rows)
+        spec = pipeline.RunSpec("crmarena", 0, 1.0)
+        rc = pipeline.RunContext(tmp_path / folder, spec, pipeline.make_context(spec))
+        frames: dict[str, pd.DataFrame] = {}
+
+        def persist(name: str, frame: pd.DataFrame, fill: Any) -> None:
+            frames[name] = frame.copy()
+
+        result = asyncio.run(pipeline.generate(rc, pipeline.LocalExecutor(), 2, persist, spill=True))
+        asyncio.run(rc.aclose())
+        return frames, result
+
+    here, here_result = generated(10**9, "here")
+    child, child_result = generated(0, "child")
+    assert here_result.regenerated.get("Case", 0) > 0
+    assert child_result.regenerated == here_result.regenerated
+    assert child_result.text_counts == here_result.text_counts
+    assert list(child) == list(here)
+    for name, frame in here.items():
+        pd.testing.assert_frame_equal(child[name], frame, check_exact=True, obj=name)

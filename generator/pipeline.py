@@ -578,23 +578,25 @@ async def _write_texts(
 
 
 # An object planned with at least this many rows whose texts stay in its frame and are searched for
-# near-duplicates is made in a child process in a large build (`made_apart`).
-APART_ROWS = 50_000
+# near-duplicates is made in a child process in a large build (`made_apart`). Measured, generation alone: at
+# scale 300 (293,100 cases) the child cost 26 s of 171 (starting, making the context, the frame stored and read
+# back, the writer's caches made again) to give back ~130 MB; at scale 1,000 (977,000) it gives back ~870 MB.
+APART_ROWS = 500_000
 APART_SUFFIX = ".made"  # the work folder's copy of a frame made in a child process
 
 
 def made_apart(rc: RunContext, gen: Any, spill: bool, shares_memory: bool) -> bool:
     """Whether object `gen.sobject` is made in a child process (`generate_apart`) rather than in this one: in a
     large build (`spill`) whose shards run in this process, for an object planned with APART_ROWS rows or
-    more whose texts are held in its frame and searched for near-duplicates (at scale 1,000: Case and
-    LiveChatTranscript), with the offline writer.
+    more whose texts are held in its frame and searched for near-duplicates (Case from scale 512 on), with
+    the offline writer.
 
     Why: making such an object (its blocks, then its texts, near-duplicate index and rewriting rounds; ~2.7
     GB at scale 1,000 for Case) frees almost all it allocated, but the few small objects it leaves alive
     are scattered among those freed, and each keeps the 1 MiB arena of Python's allocator it sits in. At
     scale 100 the building process held 149 arenas after Case for 45 MB of live objects, against 54 before
-    it, to the end of the build (benchmarks/bench_heap_retained.py). A child gives all of its memory back
-    when it ends. Objects are not moved when an LLM writer writes: its usage, cache and limits are the
+    it, to the end of the build (benchmarks/bench_heap_retained.py); at scale 1,000, 1,131 MB against 265.
+    A child gives all of its memory back when it ends. Objects are not moved when an LLM writer writes: its usage, cache and limits are the
     building process's."""
     planned = int(rc.build.world.counts.get(gen.sobject, 0))
     return (

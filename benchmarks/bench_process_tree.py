@@ -1,0 +1,149 @@
+"""A build's memory, process by process: `orgseed build` run with every process of its tree sampled each second.
+
+    nice -n 5 .venv/bin/python benchmarks/bench_process_tree.py --scale 300 [--out DIR] [--every 1] [--lines 60]
+
+A build runs in more than one process: the building process, the sidecar (validation, the org's store, the
+task checks: flows/sidecar.py), in a large build the child that makes the cases (generator/pipeline.py
+`made_apart`), and multiprocessing's resource tracker. A build's peak is the moment their sum is largest,
+which is not each process's own peak: this prints that moment, what each process held then, each process's
+own peak, and a timeline. RSS counts a page shared by two processes in both (a forked sidecar starts sharing
+the building process's pages), so USS (the pages only that process holds) is printed too; psutil reads it
+from /proc/PID/smaps, which takes a few milliseconds per process for a large one (the sampling's cost).
+
+The bundle is built with `--no-prefect` into `--out` (a temporary folder by default, deleted after), and
+its `data_sha256` and timings are printed from its manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Seen:
+    pid: int
+    kind: str
+    first: float
+    last: float = 0.0
+    peak_rss: int = 0
+    samples: dict[float, tuple[int, int]] = field(default_factory=dict)  # t -> (rss MB, uss MB)
+
+
+def kind_of(proc: psutil.Process, root: int) -> str:
+    if proc.pid == root:
+        return "build"
+    try:
+        line = " ".join(proc.cmdline())
+    except psutil.Error:
+        return "?"
+    if "resource_tracker" in line:
+        return "tracker"
+    return "spawned" if "spawn_main" in line else "forked"
+
+
+def sample(root: psutil.Process) -> list[tuple[psutil.Process, int, int]]:
+    got: list[tuple[psutil.Process, int, int]] = []
+    try:
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return got
+    for proc in procs:
+        try:
+            mem = proc.memory_full_info()
+        except psutil.Error:
+            continue
+        got.append((proc, round(mem.rss / 2**20), round(mem.uss / 2**20)))
+    return got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=30.0)
+    ap.add_argument("--out", help="the bundle's folder (kept); a temporary one by default")
+    ap.add_argument("--every", type=float, default=1.0, help="seconds between samples")
+    ap.add_argument("--lines", type=int, default=60, help="timeline lines printed")
+    args = ap.parse_args()
+    tmp = None if args.out else tempfile.mkdtemp(prefix="orgseed-bench-tree-")
+    out = Path(args.out) if args.out else Path(tmp or ".") / "bundle"
+    # the CLI's entry point, run by this interpreter (the project's environment)
+    cli = [sys.executable, "-c", "import sys; from flows.cli import main; sys.exit(main())"]
+    command = [*cli, "build", "--scale", f"{args.scale:g}", "--no-prefect", "--force", "--out", str(out)]
+    print(
+        f"# orgseed {' '.join(command[3:])}; load average {os.getloadavg()[0]:.2f} at start; sampled every {args.every:g} s"
+    )
+    seen: dict[int, Seen] = {}
+    moments: list[tuple[float, list[tuple[int, int, int]]]] = []
+    try:
+        build = subprocess.Popen(
+            command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        root = psutil.Process(build.pid)
+        t0 = time.monotonic()
+        while build.poll() is None:
+            t = round(time.monotonic() - t0, 1)
+            now = []
+            for proc, rss, uss in sample(root):
+                s = seen.get(proc.pid)
+                if s is None:
+                    s = seen[proc.pid] = Seen(proc.pid, kind_of(proc, build.pid), t)
+                s.last, s.peak_rss = t, max(s.peak_rss, rss)
+                s.samples[t] = (rss, uss)
+                now.append((proc.pid, rss, uss))
+            moments.append((t, now))
+            time.sleep(args.every)
+        err = build.stderr.read() if build.stderr else ""
+        print(f"exit {build.returncode}" + (f": {err.strip()[-400:]}" if build.returncode else ""))
+        if not moments:
+            return
+        # the sidecar: the longest-lived process the build forked or spawned
+        helpers = [s for s in seen.values() if s.kind in ("forked", "spawned")]
+        if helpers:
+            max(helpers, key=lambda s: s.last - s.first).kind = "sidecar"
+        for s in seen.values():
+            if s.kind in ("forked", "spawned"):
+                s.kind = f"child {s.first:.0f}-{s.last:.0f} s"
+        t, now = max(moments, key=lambda m: sum(r for _, r, _ in m[1]))
+        parts = ", ".join(f"{seen[p].kind} {r:,} (USS {u:,})" for p, r, u in now)
+        print(f"peak of the tree's RSS: {sum(r for _, r, _ in now):,} MB at {t:.0f} s: {parts}")
+        t, now = max(moments, key=lambda m: sum(u for _, _, u in m[1]))
+        parts = ", ".join(f"{seen[p].kind} {u:,}" for p, _, u in now)
+        print(f"peak of the tree's USS: {sum(u for _, _, u in now):,} MB at {t:.0f} s: {parts}")
+        for s in seen.values():
+            print(
+                f"  {s.kind:<22} pid {s.pid:>7}  {s.first:7.0f}-{s.last:7.0f} s  own peak RSS {s.peak_rss:>6,} MB"
+            )
+        manifest = out / "manifest.json"
+        if manifest.is_file():
+            m = json.loads(manifest.read_text())
+            timings = m.get("timings", {})
+            print(
+                f"data_sha256 {m.get('data_sha256')}; total {timings.get('total_seconds')} s, generation "
+                f"{timings.get('generation_seconds')} s"
+            )
+        print("timeline (s: process RSS MB):")
+        step = max(1, len(moments) // max(1, args.lines))
+        for t, now in moments[::step]:
+            print(
+                f"{t:7.0f}  "
+                + " | ".join(f"{seen[p].kind} {r:,}" for p, r, _ in now if seen[p].kind != "tracker")
+            )
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -39,7 +39,6 @@ class Seen:
     first: float
     last: float = 0.0
     peak_rss: int = 0
-    samples: dict[float, tuple[int, int]] = field(default_factory=dict)  # t -> (rss MB, uss MB)
 
 
 def kind_of(proc: psutil.Process, root: int) -> str:
@@ -86,25 +85,26 @@ def main() -> None:
     )
     seen: dict[int, Seen] = {}
     moments: list[tuple[float, list[tuple[int, int, int]]]] = []
+    build: subprocess.Popen[bytes] | None = None
+    # the build's messages go to a file, not a pipe this loop would have to drain while it samples
+    logs = Path(tempfile.mkdtemp(prefix="orgseed-bench-tree-log-"))
     try:
-        build = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        root = psutil.Process(build.pid)
-        t0 = time.monotonic()
-        while build.poll() is None:
-            t = round(time.monotonic() - t0, 1)
-            now = []
-            for proc, rss, uss in sample(root):
-                s = seen.get(proc.pid)
-                if s is None:
-                    s = seen[proc.pid] = Seen(proc.pid, kind_of(proc, build.pid), t)
-                s.last, s.peak_rss = t, max(s.peak_rss, rss)
-                s.samples[t] = (rss, uss)
-                now.append((proc.pid, rss, uss))
-            moments.append((t, now))
-            time.sleep(args.every)
-        err = build.stderr.read() if build.stderr else ""
+        with open(logs / "stderr.txt", "wb") as errors:
+            build = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors)
+            root = psutil.Process(build.pid)
+            t0 = time.monotonic()
+            while build.poll() is None:
+                t = round(time.monotonic() - t0, 1)
+                now = []
+                for proc, rss, uss in sample(root):
+                    s = seen.get(proc.pid)
+                    if s is None:
+                        s = seen[proc.pid] = Seen(proc.pid, kind_of(proc, build.pid), t)
+                    s.last, s.peak_rss = t, max(s.peak_rss, rss)
+                    now.append((proc.pid, rss, uss))
+                moments.append((t, now))
+                time.sleep(args.every)
+        err = (logs / "stderr.txt").read_text(encoding="utf-8", errors="replace")
         print(f"exit {build.returncode}" + (f": {err.strip()[-400:]}" if build.returncode else ""))
         if not moments:
             return
@@ -141,6 +141,11 @@ def main() -> None:
                 + " | ".join(f"{seen[p].kind} {r:,}" for p, r, _ in now if seen[p].kind != "tracker")
             )
     finally:
+        # interrupted: the build does not outlive the benchmark
+        if build is not None and build.poll() is None:
+            build.terminate()
+            build.wait()
+        shutil.rmtree(logs, ignore_errors=True)
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 

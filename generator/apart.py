@@ -4,7 +4,7 @@ Python's small-object allocator gives an arena (1 MiB) back to the system only w
 freed. A long phase that allocates gigabytes of small objects and frees them leaves a few long-lived objects
 scattered among them (caches, interned names, pandas' bookkeeping), each keeping its arena: the memory is
 free for Python but not for the machine. Run in a child process, the phase gives back all of it when the
-child ends (generator/pipeline.py `texts_apart`).
+child ends (generator/pipeline.py `made_apart`).
 
 The child is spawned, not forked: the building process may run threads (Prefect's, the sidecar's feeder),
 whose locks a forked child would inherit held.
@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 
 class ChildFailed(BuildError):
-    """The child process failed: it raised (its error and traceback are in the message) or it died."""
+    """The child process failed: it raised an error that could not be sent back (the message holds its
+    traceback's text), or it died (the message gives its exit code)."""
 
 
 def _main(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -579,8 +579,10 @@ async def _write_texts(
 
 # An object planned with at least this many rows whose texts stay in its frame and are searched for
 # near-duplicates is made in a child process in a large build (`made_apart`). Measured, generation alone: at
-# scale 300 (293,100 cases) the child cost 26 s of 171 (starting, making the context, the frame stored and read
-# back, the writer's caches made again) to give back ~130 MB; at scale 1,000 (977,000) it gives back ~870 MB.
+# scale 300 (293,100 cases) the child cost 26 s of 171 (starting it, making the context, the frame stored and
+# read back; the emails and chats after it were slower too, not explained) for ~130 MB given back. At scale
+# 1,000 (977,000 cases) the building process had held ~870 MB more after Case than before it; made apart, the
+# build's peak fell from 4,274 to 3,928 MB (benchmarks/results/bench_process_tree_1000.txt).
 APART_ROWS = 500_000
 APART_SUFFIX = ".made"  # the work folder's copy of a frame made in a child process
 
@@ -596,8 +598,8 @@ def made_apart(rc: RunContext, gen: Any, spill: bool, shares_memory: bool) -> bo
     are scattered among those freed, and each keeps the 1 MiB arena of Python's allocator it sits in. At
     scale 100 the building process held 149 arenas after Case for 45 MB of live objects, against 54 before
     it, to the end of the build (benchmarks/bench_heap_retained.py); at scale 1,000, 1,131 MB against 265.
-    A child gives all of its memory back when it ends. Objects are not moved when an LLM writer writes: its usage, cache and limits are the
-    building process's."""
+    A child gives all of its memory back when it ends. Objects are not moved when an LLM writer writes: its
+    usage, cache and limits are the building process's."""
     planned = int(rc.build.world.counts.get(gen.sobject, 0))
     return (
         spill

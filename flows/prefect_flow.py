@@ -76,8 +76,8 @@ def shard_task(job: ShardJob, rc: RunContext | None = None) -> Sealed:
 
 
 @task(name="object in a child process", **TASK_OPTIONS)
-def apart_task(fn: Callable[..., Any], args: tuple[Any, ...]) -> Sealed:
-    return Sealed(run_in_child(fn, *args))
+def apart_task(fn: Callable[..., Any], args: tuple[Any, ...], what: str) -> Sealed:
+    return Sealed(run_in_child(fn, *args, what=what))
 
 
 class PrefectExecutor:
@@ -104,7 +104,8 @@ class PrefectExecutor:
 
     async def run_apart(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
         """`fn(*args)` in a child process (generator/pipeline.py `made_apart`), as one task of its own."""
-        future = apart_task.with_options(task_run_name=f"{name}.made-apart").submit(fn, args)
+        what = f"the making of {name}"
+        future = apart_task.with_options(task_run_name=f"{name}.made-apart").submit(fn, args, what)
         sealed = await asyncio.to_thread(future.result)
         return sealed.take()
 

@@ -51,10 +51,10 @@ def _wait(recv: Connection, proc: Any) -> tuple[Any, ...]:
     return got
 
 
-def _start(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Connection, str]:
+def _start(fn: Callable[..., Any], args: tuple[Any, ...], what: str | None) -> tuple[Any, Connection, str]:
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    name = getattr(fn, "__name__", "a function")
+    name: str = what or str(getattr(fn, "__name__", "a function"))
     proc = ctx.Process(target=_main, args=(send, fn, args), name=f"orgseed {name}")
     proc.start()
     send.close()  # the child holds the writing end: when it ends, reading sees the end of the pipe
@@ -73,11 +73,13 @@ def _result(name: str, outcome: tuple[Any, ...]) -> Any:
         return outcome[1]
     if outcome[0] == "died":
         code = outcome[1]
-        why = (
-            " (signal 9: usually the kernel's out-of-memory killer; give the build more memory or lower --scale)"
-            if code == -9
-            else ""
-        )
+        if code == -9:
+            why = (
+                " (signal 9: usually the kernel's out-of-memory killer; give the build more memory or lower"
+                " --scale)"
+            )
+        else:
+            why = " (its own messages, if it wrote any, are above)"
         raise ChildFailed(f"The child process running {name} ended with exit code {code}{why}.")
     _, exc, text = outcome
     if isinstance(exc, Exception):
@@ -86,12 +88,12 @@ def _result(name: str, outcome: tuple[Any, ...]) -> Any:
     raise ChildFailed(f"The child process running {name} failed:\n{text}")
 
 
-async def in_child(fn: Callable[..., T], *args: Any) -> T:
+async def in_child(fn: Callable[..., T], *args: Any, what: str | None = None) -> T:
     """`fn(*args)` run in a spawned child process (fn and args picklable), awaited without blocking the event
-    loop. Its exception is raised here again when it pickles (a `ChildFailed` with its traceback's text when
-    it does not); a child that dies (the kernel's out-of-memory killer, a crash) raises `ChildFailed` with
+    loop; `what` names the work in the errors (the function's name by default). Its exception is raised here
+    again when it pickles (a `ChildFailed` with its traceback's text when it does not); a child that dies (the kernel's out-of-memory killer, a crash) raises `ChildFailed` with
     its exit code. The child is ended if the caller is cancelled."""
-    proc, recv, name = _start(fn, args)
+    proc, recv, name = _start(fn, args, what)
     try:
         outcome = await asyncio.get_running_loop().run_in_executor(None, _wait, recv, proc)
     finally:
@@ -100,9 +102,9 @@ async def in_child(fn: Callable[..., T], *args: Any) -> T:
     return result
 
 
-def run_in_child(fn: Callable[..., T], *args: Any) -> T:
+def run_in_child(fn: Callable[..., T], *args: Any, what: str | None = None) -> T:
     """`in_child`, blocking: for a caller on a thread of its own (a Prefect task)."""
-    proc, recv, name = _start(fn, args)
+    proc, recv, name = _start(fn, args, what)
     try:
         outcome = _wait(recv, proc)
     finally:

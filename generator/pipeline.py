@@ -164,9 +164,7 @@ class RunContext:
         what it uses)."""
         if self._loaded_for != (sobject, stage):
             self._loaded_for = (sobject, stage)
-            for held in self.build.frames.values():
-                if isinstance(held, StoredFrame):
-                    held.forget()
+            _forget_stored(self.build.frames)
         order = generation_order(self.build.model)
         earlier = order[: order.index(sobject)]
         wanted = frames_read(self.build.model, sobject, earlier) & set(earlier)
@@ -184,6 +182,13 @@ class RunContext:
             reqs = GENERATORS[sobject].text_requests(self.build, self.build.frames[sobject + ":structured"])
             self.text_requests[sobject] = reqs
         return reqs
+
+
+def _forget_stored(frames: dict[str, pd.DataFrame]) -> None:
+    """Let the stored frames among `frames` forget the columns and parts read so far (`StoredFrame.forget`)."""
+    for held in frames.values():
+        if isinstance(held, StoredFrame):
+            held.forget()
 
 
 @lru_cache(maxsize=4)
@@ -429,15 +434,15 @@ async def generate(
         if made_apart(rc, gen, spill, shares_memory):
             # made in a child process (`generate_apart`), which reads what it needs of the objects made before
             # from the work folder and leaves the finished frame there; this process takes it back
-            for held in ctx.frames.values():
-                if isinstance(held, StoredFrame):
-                    held.forget()
+            _forget_stored(ctx.frames)
             release_freed_memory()
             # (an executor may run it as a unit of its own: `run_apart`, a Prefect task)
             apart = getattr(executor, "run_apart", None)
             job = (str(root), run, name, shards)
             count, redone = await (
-                apart(name, generate_apart, *job) if apart is not None else in_child(generate_apart, *job)
+                apart(name, generate_apart, *job)
+                if apart is not None
+                else in_child(generate_apart, *job, what=f"the making of {name}")
             )
             stored = work / f"{name}{APART_SUFFIX}"
             frame = StoredFrame(stored).to_pandas()
@@ -475,9 +480,7 @@ async def generate(
                 swapped += len(ctx.frames[done])
                 ctx.frames[done] = cast(pd.DataFrame, StoredFrame(work / done))
         persisted.update(complete)
-        for held in ctx.frames.values():
-            if isinstance(held, StoredFrame):
-                held.forget()
+        _forget_stored(ctx.frames)
         # A persisted frame that no object still to generate (or still waiting for a rule field) reads is
         # released: generation holds what later generators need, not the whole org.
         let_go = [n for n in ctx.frames if n in persisted and n not in read_later]
@@ -515,9 +518,7 @@ async def _made(
         # the structured stage has read what it needed of the stored frames: the columns they kept for it
         # are let go before the object's texts (a long phase: Case's near-duplicate rounds), which read
         # again only the few they use (scale 300: Case's phase peaked at 1,394 MB instead of 1,538)
-        for held in ctx.frames.values():
-            if isinstance(held, StoredFrame):
-                held.forget()
+        _forget_stored(ctx.frames)
     if len(frame) >= RELEASE_ROWS:
         # the blocks' and the sort's copies are gone: the object's texts (a long phase, beside the sidecar's
         # checks) start from what is live (scale 300's emails: 1,025 -> 867 MB when their texts begin)

@@ -120,3 +120,8 @@ def test_which_objects_are_made_apart(tmp_path: Path, monkeypatch: pytest.Monkey
         "Knowledge__kav",
         "LiveChatTranscript",
     }  # EmailMessage spills its texts
+
+
+def test_the_error_names_the_work_it_was_given() -> None:
+    with pytest.raises(ChildFailed, match="running the making of Case ended with exit code 3"):
+        asyncio.run(in_child(_dies, 3, what="the making of Case"))

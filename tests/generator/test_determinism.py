@@ -115,9 +115,9 @@ def test_texts_written_in_a_child_process_are_the_same_bytes(
     apart: list[str] = []
     real = pipeline.in_child
 
-    async def spied(fn: Any, *args: Any) -> Any:
+    async def spied(fn: Any, *args: Any, **named: Any) -> Any:
         apart.append(args[2])
-        return await real(fn, *args)
+        return await real(fn, *args, **named)
 
     monkeypatch.setattr(build, "SPILL_RECORDS", 0)
     monkeypatch.setattr(pipeline, "APART_ROWS", 0)

@@ -1309,7 +1309,10 @@ def read_csv_lines(
         lines.append(block_lines)
     names = blocks.kept
     joined = [_joined_arrays(held) for held in arrays] if arrays else [_joined_arrays([]) for _ in names]
-    frame = pd.DataFrame({i: column for i, column in enumerate(joined)}, dtype=object)
+    # the columns as they are, one block each: not copied into one two-dimensional block beside them (at
+    # scale 1,000, OrderItem's five kept columns: 285 MB of pointers, copied at once)
+    frame = pd.DataFrame({i: column for i, column in enumerate(joined)}, dtype=object, copy=False)
+    del joined
     frame.columns = pd.Index(names, dtype=object)
     frame["_line"] = _joined_arrays(lines, np.int64)
     frame.attrs["lines"] = blocks.lines  # the file's physical lines (how parts' lines are numbered on)

@@ -84,3 +84,33 @@ def test_corruption_is_reported_exactly(
             assert f["record"] in f["message"]
     severe = {RULES[e["rule"]].severity.value for e in expected}
     assert report.exit_code == (2 if "fatal" in severe else 1 if "error" in severe else 0)
+
+
+# the corruptions checked by the rules that look orders, order items and parents up a slice of rows at a time
+SLICED = [
+    p
+    for p in CORPUS
+    if p.stem.startswith(("integrity-cardinality", "integrity-dangling-order-item", "rules-item"))
+    or p.stem in ("rules-activated-order-without-items", "rules-order-outside-book-validity")
+]
+
+
+@pytest.mark.parametrize("path", SLICED, ids=[p.stem for p in SLICED])
+def test_corruption_is_reported_exactly_when_rows_are_looked_up_a_few_at_a_time(
+    path: Path, small_bundle: Path, small_report: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # slices of 3 order items and 3 parents: the corrupted row is in some later slice, so a row found there
+    # must be reported with its own record and line, not its place in the slice
+    from validators import integrity, rules
+
+    monkeypatch.setattr(rules, "ITEM_SLICE", 3)
+    monkeypatch.setattr(integrity, "PARENT_SLICE", 3)
+    spec = load(path)
+    corrupted = corrupt(spec, small_bundle, tmp_path / "bundle")
+    found = [f.to_json() for f in validate_bundle(tmp_path / "bundle").findings]
+    expected = corrupted.expected()
+    assert expected
+    for e in expected:
+        assert sum(matches(e, f) for f in found) == expected.count(e), (path.stem, e, found)
+    baseline = {where(f.to_json()) for f in small_report.findings}
+    assert [f for f in found if not any(matches(e, f) for e in expected) and where(f) not in baseline] == []

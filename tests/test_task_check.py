@@ -375,6 +375,46 @@ def test_the_check_keeps_only_the_messages_of_the_cases_the_instances_name(clean
         kept.emails_of(other)
 
 
+def test_the_check_indexes_only_the_orders_its_questions_ask_about(clean_bundle: Path) -> None:
+    """The code check indexes the orders of the accounts its named-entity questions name and of the cases its
+    policy questions name, not every order: every instance is answered exactly as with every order indexed,
+    and asking about another account's orders or another case's order is an error."""
+    from validators.task_solver import TaskData, solve
+    from validators.tasks import message_cases, order_contacts
+
+    gt = _gt(clean_bundle)
+    contacts, cases = order_contacts(gt), message_cases(gt)
+    ned = [r for r in gt if r["task"] == "named_entity_disambiguation"]
+    pvi = [r for r in gt if r["task"] == "policy_violation_identification"]
+    assert ned and pvi and {str(r["params"]["contact_id"]) for r in ned} == contacts
+    full = TaskData.load(clean_bundle)
+    kept = TaskData.load(clean_bundle, cases, contacts)
+    for row in gt:
+        assert solve(kept, row["task"], row["params"]) == solve(full, row["task"], row["params"]), row["idx"]
+    # some question is answered from an order the scoped load indexed (the comparison proves something)
+    assert any(solve(full, r["task"], r["params"]).answer is not None for r in ned)
+    assert any(solve(full, r["task"], r["params"]).details.get("order_date") for r in pvi)
+    # a fraction of the orders: those of the accounts asked about and of the named cases' items
+    asked = {str(full.contact_account.get(c)) for c in contacts}
+    assert set(kept.activated_orders_on) == {k for k in full.activated_orders_on if k[0] in asked}
+    asked_orders = {o for (a, _), orders in full.activated_orders_on.items() if a in asked for o in orders}
+    named_items = set(full.cases.loc[full.cases["Id"].isin(cases), "OrderItemId__c"].dropna())
+    case_orders = {o for i, o in full.item_order.items() if i in named_items}
+    # (the dates of the asked accounts' other orders come with them: the same as a full load's)
+    assert kept.order_date.items() <= full.order_date.items()
+    assert (asked_orders | case_orders) & set(full.order_date) <= set(kept.order_date)
+    assert kept.products_of_order == {o: p for o, p in full.products_of_order.items() if o in asked_orders}
+    assert len(kept.order_date) < len(full.order_date) and len(kept.item_order) < len(full.item_order)
+    other = next(a for a, _ in full.activated_orders_on if a not in asked)
+    contact = next(c for c, a in full.contact_account.items() if a == other)
+    with pytest.raises(KeyError, match=f"account {other}"):
+        solve(kept, "named_entity_disambiguation", {**ned[0]["params"], "contact_id": contact})
+    case = next(c for c in full.item_order if c not in kept.item_order)
+    case_id = str(full.cases.loc[full.cases["OrderItemId__c"] == case, "Id"].iloc[0])
+    with pytest.raises(KeyError, match=f"case {case_id}"):
+        solve(kept, "policy_violation_identification", {**pvi[0]["params"], "case_id": case_id})
+
+
 def test_the_messages_are_kept_across_batches(clean_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Read a few rows at a time, the kept messages are the same rows in the same order."""
     from validators import task_solver

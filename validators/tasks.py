@@ -291,11 +291,24 @@ def message_cases(gt: Sequence[Any]) -> set[str]:
     }
 
 
+def order_contacts(gt: Sequence[Any]) -> set[str]:
+    """The contacts the instances name (`params.contact_id`): the only ones whose accounts' orders a solver
+    reads (named-entity disambiguation), so the check indexes their orders and not every order of the org."""
+    return {
+        str(row["params"]["contact_id"])
+        for row in gt
+        if isinstance(row, Mapping)
+        and isinstance(row.get("params"), Mapping)
+        and "contact_id" in row["params"]
+    }
+
+
 def check_tasks_report(bundle_root: Path | str) -> TaskCheckReport:
     started = time.perf_counter()
     root = Path(bundle_root)
     files = read_task_files(root / "tasks")
-    data = TaskData.load(root, message_cases(files.ground_truth)) if files.ground_truth else None
+    gt = files.ground_truth
+    data = TaskData.load(root, message_cases(gt), order_contacts(gt)) if gt else None
     found = files.problems + check_task_documents(files.tasks, files.schema_config, files.ground_truth, data)
     found.sort(key=lambda d: (d.idx is None, d.idx if d.idx is not None else 0, d.kind))
     return TaskCheckReport(found, len(files.ground_truth or []), time.perf_counter() - started)

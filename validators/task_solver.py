@@ -354,7 +354,7 @@ class TaskData:
                 _read_batches(bundle, "Order", "AccountId", accounts_asked), order_date, activated_orders_on
             )
         orders_asked = (
-            None if accounts_asked is None else {o for os in activated_orders_on.values() for o in os}
+            None if accounts_asked is None else {o for ids in activated_orders_on.values() for o in ids}
         )
         # The order items are read a batch at a time and not kept (2,130,000 at scale 300, ~450 MB as a frame):
         # what the tasks read of them is the product and the order of each case's item, and every order's

@@ -26,6 +26,10 @@ from typing import Any
 
 import psutil
 
+# this checkout's code first: run from another worktree, the script measures that worktree's code, not what the
+# virtual environment's editable install points at
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 STAGES = ("tasks", "tasks.check", "tasks.check_api")
 
 

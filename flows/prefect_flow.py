@@ -102,9 +102,9 @@ class PrefectExecutor:
         sealed = await asyncio.to_thread(lambda: [f.result() for f in futures])
         return [s.take() for s in sealed]
 
-    async def run_apart(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """`fn(*args)` in a child process (generator/pipeline.py `made_apart`), as one task of its own."""
-        what = f"the making of {name}"
+    async def run_apart(self, name: str, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        """`fn(*args)` in a child process (generator/pipeline.py `made_apart`), as one task of its own; `what`
+        names the work in its errors."""
         future = apart_task.with_options(task_run_name=f"{name}.made-apart").submit(fn, args, what)
         sealed = await asyncio.to_thread(future.result)
         return sealed.take()

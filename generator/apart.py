@@ -91,8 +91,9 @@ def _result(name: str, outcome: tuple[Any, ...]) -> Any:
 async def in_child(fn: Callable[..., T], *args: Any, what: str | None = None) -> T:
     """`fn(*args)` run in a spawned child process (fn and args picklable), awaited without blocking the event
     loop; `what` names the work in the errors (the function's name by default). Its exception is raised here
-    again when it pickles (a `ChildFailed` with its traceback's text when it does not); a child that dies (the kernel's out-of-memory killer, a crash) raises `ChildFailed` with
-    its exit code. The child is ended if the caller is cancelled."""
+    again when it pickles (a `ChildFailed` with its traceback's text when it does not); a child that dies
+    (the kernel's out-of-memory killer, a crash) raises `ChildFailed` with its exit code. The child is ended
+    if the caller is cancelled."""
     proc, recv, name = _start(fn, args, what)
     try:
         outcome = await asyncio.get_running_loop().run_in_executor(None, _wait, recv, proc)

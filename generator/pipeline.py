@@ -439,10 +439,11 @@ async def generate(
             # (an executor may run it as a unit of its own: `run_apart`, a Prefect task)
             apart = getattr(executor, "run_apart", None)
             job = (str(root), run, name, shards)
+            what = f"the making of {name}"
             count, redone = await (
-                apart(name, generate_apart, *job)
+                apart(name, generate_apart, *job, what=what)
                 if apart is not None
-                else in_child(generate_apart, *job, what=f"the making of {name}")
+                else in_child(generate_apart, *job, what=what)
             )
             stored = work / f"{name}{APART_SUFFIX}"
             frame = StoredFrame(stored).to_pandas()

@@ -245,21 +245,20 @@ def _cardinality(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile
             pid = parents["Id"].to_numpy()
             # the parents' counts a slice at a time (Case's bound at scale 1,000 counts 7.1 M order items: a
             # looked-up column, its filled and converted copies, 57 MB each, for all of them at once)
-            out_of_bounds: list[tuple[int, int]] = []  # (row, its children)
             for lo in range(0, len(parents), PARENT_SLICE):
                 n = parents["Id"].iloc[lo : lo + PARENT_SLICE].map(counts).fillna(0).astype(int).to_numpy()
-                at = np.flatnonzero((n < low) | (n > high))
-                out_of_bounds.extend(zip((lo + at).tolist(), n[at].tolist(), strict=True))
-            for pos, children in out_of_bounds:
-                out.append(
-                    finding(
-                        "integrity.cardinality",
-                        f"{parent} {pid[pos]} has {children} {child} record(s) (via `{child}.{fname}`); the profile's "
-                        f"[bounds.{child}] {fname} = [{low}, {high}] allows {low} to {high}. Fix the data or the bound.",
-                        object=parent,
-                        record=pid[pos],
-                        file=_file(parent),
-                        line=lines[pos],
+                for at in np.flatnonzero((n < low) | (n > high)).tolist():
+                    children, pos = n[at], lo + at
+                    out.append(
+                        finding(
+                            "integrity.cardinality",
+                            f"{parent} {pid[pos]} has {children} {child} record(s) (via `{child}.{fname}`); the profile's "
+                            f"[bounds.{child}] {fname} = [{low}, {high}] allows {low} to {high}. Fix the data or the "
+                            "bound.",
+                            object=parent,
+                            record=pid[pos],
+                            file=_file(parent),
+                            line=lines[pos],
+                        )
                     )
-                )
     return out

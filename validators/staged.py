@@ -162,9 +162,8 @@ def _known_ids(ids: pd.Series, frame: pd.DataFrame, spec: ObjectSpec, target: st
     977 k order items the cases name, not a set of all 7.1 M ids (~330 MB, with the list it was made from)."""
     if len(ids) <= len(frame):
         return set(ids.dropna().tolist())
-    fields = [f.name for f in spec.lookups if target in f.reference_to and f.name in frame.columns]
-    if not fields:
-        return set()
+    # (`target` is named by one of the lookups at least; the step reads all of them)
+    fields = [f.name for f in spec.lookups if target in f.reference_to]
     asked = frame[fields[0]] if len(fields) == 1 else pd.concat([frame[f] for f in fields], ignore_index=True)
     # a hash table of the values asked about, probed with every id: a boolean per id, not a set of them all
     return set(ids[ids.isin(asked.dropna()).to_numpy()].tolist())

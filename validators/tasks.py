@@ -281,26 +281,25 @@ def check_task_documents(
     return out
 
 
+def _named(gt: Sequence[Any], key: str) -> set[str]:
+    """The values of `params.<key>` the instances of `gt` name (rows without it, or malformed, name none)."""
+    return {
+        str(row["params"][key])
+        for row in gt
+        if isinstance(row, Mapping) and isinstance(row.get("params"), Mapping) and key in row["params"]
+    }
+
+
 def message_cases(gt: Sequence[Any]) -> set[str]:
     """The cases the instances name (`params.case_id`): the only ones whose emails and chats a solver reads
     (policy violation), so the check keeps their messages and not the whole EmailMessage and chat objects."""
-    return {
-        str(row["params"]["case_id"])
-        for row in gt
-        if isinstance(row, Mapping) and isinstance(row.get("params"), Mapping) and "case_id" in row["params"]
-    }
+    return _named(gt, "case_id")
 
 
 def order_contacts(gt: Sequence[Any]) -> set[str]:
     """The contacts the instances name (`params.contact_id`): the only ones whose accounts' orders a solver
     reads (named-entity disambiguation), so the check indexes their orders and not every order of the org."""
-    return {
-        str(row["params"]["contact_id"])
-        for row in gt
-        if isinstance(row, Mapping)
-        and isinstance(row.get("params"), Mapping)
-        and "contact_id" in row["params"]
-    }
+    return _named(gt, "contact_id")
 
 
 def check_tasks_report(bundle_root: Path | str) -> TaskCheckReport:

@@ -210,7 +210,7 @@ def _read(
     Read and typed READ_BATCH rows at a time, so a reader never holds a whole object's untyped strings beside
     their typed copy. With `keep`, only the rows whose `key` is in it; with `equal` (column, value), only the
     rows whose column is that value (rows left out are never held)."""
-    parts = list(_read_batches(bundle, name, key, keep, equal))
+    parts = list(_read_batches(bundle, name, key, keep, equal, share=keep is None))
     if not parts:
         spec = load_model().get(name)
         return type_frame(spec, pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS[name]}))
@@ -223,13 +223,16 @@ def _read_batches(
     key: str | None = None,
     keep: AbstractSet[str] | None = None,
     equal: tuple[str, str] | None = None,
+    share: bool = False,
 ) -> Iterator[pd.DataFrame]:
-    """`_read`'s rows, typed, READ_BATCH rows of the file at a time (nothing when there is no data)."""
+    """`_read`'s rows, typed, READ_BATCH rows of the file at a time (nothing when there is no data). `share`:
+    equal cells of a column that repeats are one string object (`Bundle.iter_columns`), for a reader that
+    keeps most of what it reads."""
     spec = load_model().get(name)
     columns = list(COLUMNS[name])
     if not bundle.has_data(name):
         return
-    for frame in bundle.iter_columns(name, columns, rows=READ_BATCH):
+    for frame in bundle.iter_columns(name, columns, rows=READ_BATCH, share=share):
         if keep is not None and key is not None:
             frame = frame[frame[key].isin(keep)]
         if equal is not None:

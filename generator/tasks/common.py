@@ -209,6 +209,8 @@ def pick_extreme(values: dict[str, float], mode: str) -> Solution:
 # The columns the builders read of the large objects (the others are read whole): a builder reading another
 # column of these fails with a KeyError naming it; add it here.
 READ_COLUMNS: dict[str, tuple[str, ...]] = {
+    "Account": ("Id", "ShippingState"),
+    "Contact": ("Id", "AccountId", "FirstName"),
     "Case": (
         "Id",
         "Status",
@@ -219,7 +221,7 @@ READ_COLUMNS: dict[str, tuple[str, ...]] = {
         "OrderItemId__c",
         "IssueId__c",
     ),
-    "CaseHistory__c": ("Id", "CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate"),
+    "CaseHistory__c": ("CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate"),
     "Order": ("Id", "AccountId", "Status", "EffectiveDate"),
     "OrderItem": ("Id", "OrderId", "Product2Id"),
     "EmailMessage": ("Id", "ParentId", "TextBody", "Incoming", "MessageDate"),
@@ -293,12 +295,15 @@ class OrgData:
         columns: tuple[str, ...],
         keep: Callable[[pd.DataFrame], pd.Series | np.ndarray] | None = None,
         each: Callable[[pd.DataFrame], None] | None = None,
+        share: bool = True,
     ) -> pd.DataFrame:
         """`columns` of `name`, typed, in record order; with `keep`, only the rows it marks (a boolean Series
         over a typed block). Read and typed a block of READ_ROWS at a time: the untyped strings of a whole
         large object and their typed copy are never held side by side (that high-water mark stayed in the
         process after the read), and rows `keep` drops are never held at all. `each`, when given, sees every
-        typed block, before `keep`: a caller's other use of the same read."""
+        typed block, before `keep`: a caller's other use of the same read. `share`: equal cells of a column
+        that repeats are one string object (`Bundle.iter_columns`); a caller that keeps nothing of the read
+        passes False, since the table of a column's values would be held for nothing."""
         spec = self.model.get(name)
         parts = []
 
@@ -307,7 +312,7 @@ class OrgData:
                 each(part)
             parts.append(part if keep is None else part[keep(part)])
 
-        for raw in self.bundle.iter_columns(name, columns, rows=READ_ROWS):
+        for raw in self.bundle.iter_columns(name, columns, rows=READ_ROWS, share=share):
             add(type_frame(spec, raw))
         if not parts:
             add(type_frame(spec, self.bundle.read_columns(name, columns)))
@@ -324,11 +329,26 @@ class OrgData:
     def assignments(self) -> pd.DataFrame:
         """The Owner Assignment rows of CaseHistory__c, in record order: read a block at a time keeping only
         those, so the rest of the table is never held (at scale 100, 67 of its 74 MB)."""
-        return self.read_typed(
+        rows = self.read_typed(
             "CaseHistory__c",
             READ_COLUMNS["CaseHistory__c"],
             keep=lambda part: part["Field__c"] == "Owner Assignment",
         )
+        rows["CaseId__c"] = pd.Series(self.as_case_ids(rows["CaseId__c"]), index=rows.index, dtype=object)
+        return rows
+
+    def as_case_ids(self, values: pd.Series | pd.Index) -> np.ndarray:
+        """`values` as an object array whose cells that are case ids are the Case frame's own strings (the
+        others as they are): a frame that names the cases again (the owner assignments, the latent cases)
+        then holds no second copy of their ids (at scale 1,000, ~70 MB each). The same values."""
+        known = self.by_id("cases").index
+        if not known.is_unique:  # (an org with a case id twice: nothing is shared)
+            return np.asarray(values, dtype=object)
+        at = known.get_indexer(values)
+        out = np.asarray(values, dtype=object).copy()
+        found = np.flatnonzero(at >= 0)
+        out[found] = np.asarray(known, dtype=object)[at[found]]
+        return out
 
     @cached_property
     def closed_cases(self) -> pd.DataFrame:
@@ -401,6 +421,7 @@ class OrgData:
             READ_COLUMNS["OrderItem"],
             keep=lambda part: np.zeros(len(part), dtype=bool),
             each=links,
+            share=False,
         )
         order = np.concatenate(positions)
         products = _values(np.asarray(catalogue, dtype=object), np.concatenate(codes), as_read["Product2Id"])
@@ -422,9 +443,14 @@ class OrgData:
     knowledge = cached_property(lambda self: self.frame("Knowledge__kav"))
     emails = cached_property(lambda self: self.frame("EmailMessage"))
     chats = cached_property(lambda self: self.frame("LiveChatTranscript"))
-    latent_cases = cached_property(  # only what the samplers read (the whole table is ~25 columns)
-        lambda self: self.bundle.read_latent("Case", LATENT_CASE_COLUMNS).set_index("Id")
-    )
+
+    @cached_property
+    def latent_cases(self) -> pd.DataFrame:
+        """latent/Case.csv, only what the samplers read (the whole table is ~25 columns), indexed by Id."""
+        frame = self.bundle.read_latent("Case", LATENT_CASE_COLUMNS)
+        frame["Id"] = pd.Series(self.as_case_ids(frame["Id"]), index=frame.index, dtype=frame["Id"].dtype)
+        return frame.set_index("Id")
+
     latent_knowledge = cached_property(lambda self: self.bundle.read_latent("Knowledge__kav").set_index("Id"))
     latent_issues = cached_property(lambda self: self.bundle.read_latent("Issue__c").set_index("Id"))
 

@@ -150,6 +150,7 @@ def read_offers(data: OrgData) -> Offers:
             ("CaseId", "OwnerId", "Body", "StartTime"),
             keep=nothing,
             each=lambda part: turns(part, "CaseId", part["Body"].tolist(), "StartTime", True),
+            share=False,
         )
     if data.bundle.has_data("EmailMessage"):
 
@@ -158,7 +159,11 @@ def read_offers(data: OrgData) -> Offers:
             turns(mine, "ParentId", mine["TextBody"].tolist(), "MessageDate", False)
 
         data.read_typed(
-            "EmailMessage", ("ParentId", "TextBody", "Incoming", "MessageDate"), keep=nothing, each=outgoing
+            "EmailMessage",
+            ("ParentId", "TextBody", "Incoming", "MessageDate"),
+            keep=nothing,
+            each=outgoing,
+            share=False,
         )
     at = np.frombuffer(found_cases, dtype=np.int64)
     order = np.argsort(at, kind="stable")

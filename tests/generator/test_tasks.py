@@ -499,6 +499,22 @@ def test_order_items_and_assignments_read_in_blocks_equal_the_whole_tables(
     assert "frame:OrderItem" not in data.cache and "frame:CaseHistory__c" not in data.cache
 
 
+def test_frames_naming_the_cases_again_hold_the_case_frames_own_id_strings(default_bundle: Path) -> None:
+    """The owner assignments' CaseId__c and the latent cases' index are the case ids read once (the same
+    objects as the Case frame's), with the values read (expected: the files read here on their own)."""
+    from orgs.bundle import Bundle
+
+    data = OrgData(default_bundle)
+    own = {id(v) for v in data.frame("Case")["Id"]}
+    history = Bundle(default_bundle).read_columns("CaseHistory__c", ["CaseId__c", "Field__c"])
+    assigned = history.loc[history["Field__c"] == "Owner Assignment", "CaseId__c"].tolist()
+    assert data.assignments["CaseId__c"].tolist() == assigned
+    assert {id(v) for v in data.assignments["CaseId__c"]} <= own
+    latent = Bundle(default_bundle).read_latent("Case", ["Id"])["Id"].tolist()
+    assert data.latent_cases.index.tolist() == latent
+    assert {id(v) for v in data.latent_cases.index} <= own
+
+
 def test_order_items_naming_no_known_order_or_product_keep_the_values_read(
     default_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

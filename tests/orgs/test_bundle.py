@@ -254,6 +254,58 @@ def test_a_packed_column_of_repeated_values_shares_them_and_of_distinct_ones_doe
     assert len({id(v) for v in distinct.array().tolist()}) == 300
 
 
+def _parts_bundle(root: Path, header: list[str], parts: list[list[list[str]]]) -> Bundle:
+    """A bundle folder holding object X as parts written by the csv module (no manifest: either layout)."""
+    folder = root / "data" / "X"
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, rows in enumerate(parts, start=1):
+        with (folder / f"part-{k:05d}.csv").open("w", newline="", encoding="utf-8") as fh:
+            # (every cell quoted, as orgseed's writer quotes a cell holding a line break: the csv module
+            # writing "\n" lines leaves a lone "\r" bare)
+            csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows([header, *rows])
+    return Bundle(root)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from(["", "open", "closed", "é"]), CELL), min_size=1, max_size=30),
+        min_size=1,
+        max_size=3,
+    ),
+    st.integers(min_value=1, max_value=9),
+)
+def test_iter_columns_shared_or_not_reads_the_same_cells(
+    parts: list[list[tuple[str, str]]], rows: int
+) -> None:
+    """Sharing equal cells changes no value: the frames are those read without it (strings, None for
+    empty, the same index), whatever the block size and the parts; expected cells: what the csv module wrote."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = _parts_bundle(Path(tmp), ["Kind", "Body"], [[list(r) for r in part] for part in parts])
+        plain = list(bundle.iter_columns("X", ["Body", "Kind"], rows=rows))
+        shared = list(bundle.iter_columns("X", ["Body", "Kind"], rows=rows, share=True))
+    assert len(plain) == len(shared)
+    for a, b in zip(plain, shared, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    got = pd.concat(shared, ignore_index=True)
+    expected = [[body or None, kind or None] for part in parts for kind, body in part]
+    assert got.values.tolist() == expected
+
+
+def test_iter_columns_shares_a_repeating_column_across_blocks_and_parts_and_not_a_distinct_one(
+    tmp_path: Path,
+) -> None:
+    rows = [[f"owner{j % 4}", f"id{k}-{j}"] for k in range(2) for j in range(100)]
+    bundle = _parts_bundle(tmp_path, ["OwnerId", "Id"], [rows[:100], rows[100:]])
+    frames = list(bundle.iter_columns("X", ["OwnerId", "Id"], rows=30, share=True))
+    got = pd.concat(frames, ignore_index=True)
+    assert got["OwnerId"].tolist() == [r[0] for r in rows] and got["Id"].tolist() == [r[1] for r in rows]
+    assert len({id(v) for v in got["OwnerId"]}) == 4  # one string per owner, over 7 blocks and 2 parts
+    assert len({id(v) for v in got["Id"]}) == 200
+    unshared = pd.concat(bundle.iter_columns("X", ["OwnerId"], rows=30), ignore_index=True)
+    assert len({id(v) for v in unshared["OwnerId"]}) > 4  # what sharing saves: a string per cell
+
+
 def test_read_csv_lines_keeps_only_the_columns_asked_for(tmp_path: Path) -> None:
     """With `columns`, the frame is the whole read's columns of those names (and `_line`); rows are still
     checked whole: a short row is reported even when the missing cell is in a column left out."""

@@ -350,16 +350,21 @@ class OrgData:
         out[found] = np.asarray(known, dtype=object)[at[found]]
         return out
 
+    # the columns the builders read of the closed and the open cases: taking rows copies the columns taken
+    # (at scale 1,000, ~950,000 closed cases: 8 bytes a cell), where the whole frame's are shared
+    CASE_SUBSET_COLUMNS = ("Id", "OwnerId", "IssueId__c", "_product")
+
     @cached_property
     def closed_cases(self) -> pd.DataFrame:
+        """The Closed cases, in record order, with CASE_SUBSET_COLUMNS."""
         c = self.cases
-        return c[c["Status"] == "Closed"]
+        return c.loc[c["Status"] == "Closed", list(self.CASE_SUBSET_COLUMNS)]
 
     @cached_property
     def open_cases(self) -> pd.DataFrame:
-        """Cases whose Status is not Closed (including those without a Status)."""
+        """Cases whose Status is not Closed (including those without a Status), with CASE_SUBSET_COLUMNS."""
         c = self.cases
-        return c[c["Status"] != "Closed"]
+        return c.loc[c["Status"] != "Closed", list(self.CASE_SUBSET_COLUMNS)]
 
     # every order item (the whole table: no builder reads it; tests and callers asking about any item do)
     items = cached_property(lambda self: self.frame("OrderItem"))

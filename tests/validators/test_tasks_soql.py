@@ -44,3 +44,15 @@ def test_a_wrong_answer_of_every_task_is_caught(tmp_path: Path, small_bundle: Pa
     assert sorted(d.idx for d in result.disagreements) == sorted(tampered)
     for d in result.disagreements:
         assert d.expected == tampered[d.idx] and "CRMArena tool queries" in d.message
+
+
+def test_the_lines_checked_are_the_files_with_only_what_the_check_reads(small_bundle: Path) -> None:
+    """ground_truth_lines keeps, of each line, idx, task, params and answer, as the file has them, in file
+    order; the candidates (most of the file at scale) are not held (expected: the file read here whole)."""
+    from validators.tasks_soql import ground_truth_lines
+
+    path = small_bundle / "tasks" / "ground_truth.jsonl"
+    whole = [json.loads(line) for line in path.read_text().splitlines()]
+    assert whole and all("candidates" in g for g in whole)  # the file has more than the check reads
+    got = ground_truth_lines(small_bundle)
+    assert got == [{k: g[k] for k in ("idx", "task", "params", "answer")} for g in whole]

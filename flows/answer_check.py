@@ -247,7 +247,7 @@ def merge_and_sample(
     """Merge the in-process outcomes of every chunk (`results`: `check_in_process`'s, wherever each ran), then
     re-derive the HTTP sample through the served org and compare the two."""
     sample = http_sample([int(g["idx"]) for g in lines], share, minimum)
-    return merged(len(lines), results, check_over_http(root, sample, seconds), workers, seconds)
+    return merged(len(lines), results, check_over_http(root, sample, seconds, lines), workers, seconds)
 
 
 @dataclass
@@ -256,9 +256,15 @@ class HttpSample:
     check: Any  # their validators.tasks_soql.SoqlCheck
 
 
-def check_over_http(root: Path, sample: list[int], seconds: dict[str, float]) -> HttpSample:
+def check_over_http(
+    root: Path,
+    sample: list[int],
+    seconds: dict[str, float],
+    lines: Sequence[dict[str, Any]] | None = None,
+) -> HttpSample:
     """Re-derive the instances `sample` through the served org (simple-salesforce over HTTPS); its seconds in
-    `seconds["http_sample"]`."""
+    `seconds["http_sample"]`. `lines`: ground_truth.jsonl's lines when the caller has read them
+    (`ground_truth_lines`), else the file is read here."""
     from orgs.local.engine import LocalOrg
     from orgs.local.serve import LocalServer
     from validators.tasks_soql import check_tasks_via_api
@@ -273,7 +279,7 @@ def check_over_http(root: Path, sample: list[int], seconds: dict[str, float]) ->
         with fewer_collections():  # the server's thread and the client's in this process
             server = LocalServer(root, org=org)
             client = server.start().client()
-            over_http = check_tasks_via_api(root, client, only=sample)
+            over_http = check_tasks_via_api(root, client, only=sample, lines=lines)
     finally:
         # The client's kept-alive connection closed first: the server's shutdown otherwise waits for it
         # (up to its graceful time-out, 2 s; scale 10: disconnect took 2.1 s, 0.17 s with it closed).

@@ -415,7 +415,9 @@ async def shared_with_the_sidecar(
         sidecar = asyncio.ensure_future(the_sidecar_takes())
         try:
             sample = http_sample([int(g["idx"]) for g in lines])
-            http = await stage("tasks.check_api/http", in_thread, check_over_http, root, sample, seconds)
+            http = await stage(
+                "tasks.check_api/http", in_thread, check_over_http, root, sample, seconds, lines
+            )
             release_freed_memory()
             await take(remote=False)
         finally:

@@ -276,18 +276,34 @@ def _csv_lines(frame: pd.DataFrame) -> list[str]:
 
 def _csv_rows(columns: Sequence[list[Any]]) -> list[str]:
     """Each row's CSV text, given the cells column by column: the text Python's csv writer writes for the rows
-    (`lineterminator="\\n"`, QUOTE_MINIMAL), built a column at a time (`_csv_column`) and joined by str.join,
-    ~3x faster than the C writer, which copies and inspects every character of every cell."""
+    (`lineterminator="\\n"`, QUOTE_MINIMAL) but for a carriage return, which it quotes; built a column at a
+    time (`_csv_column`) and joined by str.join, ~3x faster than the C writer, which copies and inspects every
+    character of every cell."""
     texts = [_csv_column(values) for values in columns]
     if len(texts) == 1:  # the writer quotes a row's only cell when empty, or the line would be blank
         texts = [[text or '""' for text in texts[0]]]
     return [line + "\n" for line in map(",".join, zip(*texts, strict=True))]
 
 
+def csv_text(rows: Iterable[Sequence[Any]]) -> str:
+    """`rows` (each as wide as the first) as CSV text, as `_csv_rows` writes them: for every CSV orgseed
+    writes besides a bundle's (the upload jobs, the id map, the local org's job results)."""
+    listed = [list(r) for r in rows]
+    if not listed:
+        return ""
+    if not listed[0]:
+        raise ValueError("a CSV row needs at least one cell")
+    return "".join(_csv_rows([list(column) for column in zip(*listed, strict=True)]))
+
+
 def _csv_column(values: list[Any]) -> list[str]:
     """One column's cells as the csv writer writes them: text as it is, None as "", anything else as str()
-    makes it; quoted, its quotes doubled, when it holds a comma, a quote or a line feed (not for a carriage
-    return: with a "\\n" line terminator the writer leaves it bare)."""
+    makes it; quoted, its quotes doubled, when it holds a comma, a quote, a line feed or a carriage return.
+
+    Unlike Python's csv writer with a "\\n" line terminator, which leaves a carriage return bare (it quotes
+    only the terminator's characters): RFC 4180 quotes it, and every CSV reader but the csv module's ends a
+    row at a bare one. pandas' C reader, which reads bundles for the store, the task builders and checks,
+    read "x\\r" as "x" and "p\\rq" as two rows."""
     kinds = set(map(type, values))
     if not kinds <= {str}:
         if any(issubclass(k, str) or k is type(None) for k in kinds):
@@ -295,8 +311,8 @@ def _csv_column(values: list[Any]) -> list[str]:
         else:
             values = list(map(str, values))
     joined = "".join(values)  # one search of the column's text for the characters that need quoting
-    if "," in joined or '"' in joined or "\n" in joined:
-        values = [_quoted(v) if "," in v or '"' in v or "\n" in v else v for v in values]
+    if "," in joined or '"' in joined or "\n" in joined or "\r" in joined:
+        values = [_quoted(v) if "," in v or '"' in v or "\n" in v or "\r" in v else v for v in values]
     return values
 
 
@@ -661,6 +677,7 @@ class Bundle:
         self.resumed: dict[str, Any] | None = None  # the staged manifest `prepare` resumes from
         # per parted object read by `read_raw`: (part file, first logical line, offset to the part's line)
         self._spans: dict[str, list[tuple[str, int, int]]] = {}
+        self._cr: dict[tuple[str, int, int], bool] = {}  # (file, size, mtime) -> it holds a carriage return
 
     # -- layout ------------------------------------------------------------------------------------------
 
@@ -1203,6 +1220,9 @@ class Bundle:
             with path.open(encoding="utf-8", newline="") as fh:
                 header = next(csv.reader(fh), [])
             wanted = [c for c in columns if c in header]
+            if self._holds_cr(path):
+                yield from self._csv_module_columns(path, wanted, rows, shared)
+                continue
             try:
                 reader = pd.read_csv(
                     path,
@@ -1227,6 +1247,54 @@ class Bundle:
             except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
                 self.read_raw(sobject)  # raises the BundleError naming the file and line
                 raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
+
+    def _holds_cr(self, path: Path) -> bool:
+        """Whether `path` holds a carriage return anywhere (a CRLF file, a quoted cell holding one, or a bare
+        one a hand edit left). pandas' C reader ends a row at any carriage return, even inside a cell written
+        bare, and drops one ending a cell: such a file is read by the csv module instead, as `read_raw`
+        reads it. One pass over the bytes, ~1.5 GB/s, remembered per file while its size and time hold."""
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in self._cr:
+            found = False
+            with open_regular(path, root=self.root) as fh:
+                while chunk := fh.read(CR_SCAN_BYTES):
+                    if b"\r" in chunk:
+                        found = True
+                        break
+            self._cr[key] = found
+        return self._cr[key]
+
+    def _csv_module_columns(
+        self, path: Path, wanted: list[str], rows: int | None, shared: dict[str, _Column] | None
+    ) -> Iterator[pd.DataFrame]:
+        """`iter_columns` of one file, read by the csv module (`CsvBlocks`, as `read_raw` reads it, with its
+        BundleError naming the line of a malformed row): the same frames the C reader gives for a file it
+        reads right (strings, None for empty; `rows` rows a frame, or one frame for the file; the index
+        counting the file's rows from 0)."""
+        blocks = CsvBlocks(
+            path, str(path), None, self.root, wanted, rows=rows, compact=() if shared is None else None
+        )
+        if shared is not None:
+            blocks.shared = shared
+        held: list[list[np.ndarray]] = []  # with `rows` None: the file's blocks, joined at its end
+        start = 0  # the rows given before this frame's
+
+        def frame(arrays: list[np.ndarray], n: int) -> pd.DataFrame:
+            cells = dict(zip(blocks.kept, arrays, strict=True))
+            index = pd.RangeIndex(start, start + n)
+            return pd.DataFrame({c: cells[c] for c in wanted}, index=index, dtype=object, copy=False)
+
+        for arrays, lines in blocks.arrays():
+            if rows is None:
+                held.append(arrays)
+            else:
+                yield frame(arrays, len(lines))
+            start += len(lines)
+        if rows is None or start == 0:  # the file's one frame (pandas gives one for a header alone too)
+            total, start = start, 0
+            columns = [_joined_arrays(list(column)) for column in zip(*held, strict=True)] if held else []
+            yield frame(columns or [np.asarray([], dtype=object) for _ in blocks.kept], total)
 
     def read_latent(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """latent/<name>.csv as strings, None for empty; with `columns`, only those the header has."""
@@ -1366,6 +1434,8 @@ class CsvBlocks:
         self.rows = rows or READ_BLOCK
         self.kept: list[str] = []
         self.lines = 0
+        # the columns' `_Column`s by name, shared with another read (`Bundle.iter_columns` across its files)
+        self.shared: dict[str, _Column] | None = None
 
     def frames(self) -> Iterator[pd.DataFrame]:
         for cells, lines in self.arrays():
@@ -1393,7 +1463,11 @@ class CsvBlocks:
             wanted = self.columns
             share = self.compact
             built = [
-                None if wanted is not None and name not in wanted else _Column(share is None or name in share)
+                None
+                if wanted is not None and name not in wanted
+                else self.shared[name]
+                if self.shared is not None
+                else _Column(share is None or name in share)
                 for name in header
             ]
             self.kept = [name for name, column in zip(header, built, strict=True) if column is not None]
@@ -1456,6 +1530,7 @@ def lines_of(text: str) -> list[str]:
 
 
 READ_CHUNK = 1 << 20  # bytes decoded at a time by `utf8_lines`
+CR_SCAN_BYTES = 1 << 24  # bytes searched at a time for a carriage return (`Bundle._holds_cr`)
 
 
 def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[str]:

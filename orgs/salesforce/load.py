@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orgs.bundle import Bundle
+from orgs.bundle import Bundle, csv_text
 from orgs.local.computed import stored_spec
 from orgs.salesforce.metadata import CustomObjectDef, Package, deploy_package, external_id_field
 from orgs.salesforce.state import IdMap
@@ -225,7 +225,7 @@ class BulkIngest:
 
     def _results(self, job_id: str, kind: str) -> list[dict[str, str]]:
         text = self._call("GET", f"{self.base}/{job_id}/{kind}").text
-        return list(csv.DictReader(io.StringIO(text)))
+        return list(csv.DictReader(io.StringIO(text, newline="")))
 
     def settle(self, sobject: str) -> list[str]:
         """Jobs on `sobject` left by an interrupted run: Open ones aborted (their data never arrived whole),
@@ -244,11 +244,9 @@ class BulkIngest:
 
 
 def csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue().encode("utf-8")
+    """The upload job's CSV: `header` (none when empty), then `rows`, written as a bundle's CSV is (a carriage
+    return quoted, which Python's csv writer leaves bare)."""
+    return csv_text([header, *rows] if header else rows).encode("utf-8")
 
 
 def chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYTES) -> list[list[list[str]]]:
@@ -259,7 +257,7 @@ def chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYT
     for r in rows:
         n = (
             len(csv_bytes([], [r]))
-            if any("\n" in c or "," in c or '"' in c for c in r)
+            if any("\n" in c or "\r" in c or "," in c or '"' in c for c in r)
             else sum(len(c.encode()) for c in r) + len(r)
         )
         if out[-1] and size + n > limit:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from orgs.bundle import csv_text
 from schemas.errors import DataFindings, UsageError
 
 HEADER = ("object", "bundle_id", "org_id")
@@ -61,10 +62,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _row_bytes(rows: Iterable[tuple[str, str, str]]) -> bytes:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerows(rows)
-    return buf.getvalue().encode("utf-8")
+    return csv_text(rows).encode("utf-8")
 
 
 class IdMap:

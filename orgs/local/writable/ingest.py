@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from orgs.bundle import csv_text
 from orgs.local.errors import NotFound, OrgApiError
 from orgs.local.writable.dml import RecordError, SaveResult
 from orgs.local.writable.state import now_wire
@@ -46,9 +47,7 @@ class JobError(OrgApiError):
 
 
 def _csv_line(values: list[Any]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(["" if v is None else v for v in values])
-    return buf.getvalue()
+    return csv_text([values])
 
 
 class IngestJobs:

@@ -1306,6 +1306,9 @@ class Bundle:
             with path.open(encoding="utf-8", newline="") as fh:
                 header = next(csv.reader(fh), [])
             usecols = [c for c in columns if c in header]
+        if self._holds_cr(path):  # read as `read_raw` reads (see `_holds_cr`)
+            strict = read_csv_lines(path, str(path), root=self.root, columns=usecols).drop(columns="_line")
+            return strict if usecols is None else strict[usecols]
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, usecols=usecols)
         return (frame if usecols is None else frame[usecols]).replace("", None)
 

@@ -350,6 +350,18 @@ def test_a_file_with_a_bare_carriage_return_is_read_as_the_csv_module_reads_it(t
     with pytest.raises(BundleError) as caught:
         Bundle(tmp_path).read_columns("X", ["Id"])
     assert caught.value.line == 2 and "row has 2 cells but the header has 3" in str(caught.value)
+    latent = tmp_path / "latent"
+    latent.mkdir()
+    (latent / "X.csv").write_bytes(b'Id,Note,Kind\n1,"a\rb",\n2,,x\r\n')
+    assert Bundle(tmp_path).read_latent("X").values.tolist() == [["1", "a\rb", None], ["2", None, "x"]]
+    assert Bundle(tmp_path).read_latent("X", ["Kind", "Note"]).values.tolist() == [
+        [None, "a\rb"],
+        ["x", None],
+    ]
+    (latent / "X.csv").write_bytes(b"Id,Note\n1,p\rq\n")
+    with pytest.raises(BundleError) as caught:
+        Bundle(tmp_path).read_latent("X")
+    assert caught.value.line == 3  # "q" begins line 3: a row of one cell
 
 
 def test_iter_columns_shares_a_repeating_column_across_blocks_and_parts_and_not_a_distinct_one(

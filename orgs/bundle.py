@@ -1257,9 +1257,10 @@ class Bundle:
         key = (str(path), st.st_size, st.st_mtime_ns)
         if key not in self._cr:
             found = False
+            buf = bytearray(CR_SCAN_BYTES)  # read into, one buffer: no 16 MB allocation per chunk
             with open_regular(path, root=self.root) as fh:
-                while chunk := fh.read(CR_SCAN_BYTES):
-                    if b"\r" in chunk:
+                while n := fh.readinto(buf):
+                    if buf.find(b"\r", 0, n) >= 0:
                         found = True
                         break
             self._cr[key] = found
@@ -1533,7 +1534,7 @@ def lines_of(text: str) -> list[str]:
 
 
 READ_CHUNK = 1 << 20  # bytes decoded at a time by `utf8_lines`
-CR_SCAN_BYTES = 1 << 24  # bytes searched at a time for a carriage return (`Bundle._holds_cr`)
+CR_SCAN_BYTES = 1 << 20  # bytes searched at a time for a carriage return (`Bundle._holds_cr`)
 
 
 def utf8_lines(fh: IO[bytes], label: str, chunk: int = READ_CHUNK) -> Iterator[str]:

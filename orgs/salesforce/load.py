@@ -257,7 +257,7 @@ def chunks(header: list[str], rows: list[list[str]], limit: int = MAX_UPLOAD_BYT
     for r in rows:
         n = (
             len(csv_bytes([], [r]))
-            if any("\n" in c or "\r" in c or "," in c or '"' in c for c in r)
+            if any("\n" in c or "\r" in c or "," in c or '"' in c for c in r) or r == [""]
             else sum(len(c.encode()) for c in r) + len(r)
         )
         if out[-1] and size + n > limit:

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orgs.bundle import Bundle, data_digest, logical_data
 from orgs.local.serve import LocalServer, disconnect, server_for
 from orgs.local.writable.org import WritableOrg
-from orgs.salesforce.load import BulkIngest, csv_bytes
+from orgs.salesforce.load import BulkIngest, chunks, csv_bytes
 from schemas.model import load_model
 from tests.conftest import copy_bundle
 
@@ -130,3 +133,33 @@ def test_an_upload_job_carries_the_texts_there_and_back(tmp_path: Path) -> None:
     finally:
         server.stop()
         org.close()
+
+
+_UPLOAD_CELL = st.text(alphabet=st.sampled_from(list('ab,"\r\n é')), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    header=st.lists(st.sampled_from(["Id", "Name", "Body"]), min_size=1, max_size=3),
+    data=st.data(),
+    limit=st.integers(min_value=20, max_value=120),  # a header fits (at most 15 bytes)
+)
+def test_upload_chunks_stay_within_the_limit_and_keep_every_row(
+    header: list[str], data: st.DataObject, limit: int
+) -> None:
+    """`chunks` splits an upload's rows in order, none lost, each job's CSV (`csv_bytes`, measured here) within
+    the limit unless one row alone passes it; whatever the cells hold (quotes, commas, line breaks, a lone
+    empty cell, which the writer writes as `""`)."""
+    rows = data.draw(
+        st.lists(st.lists(_UPLOAD_CELL, min_size=len(header), max_size=len(header)), max_size=12)
+    )
+    parts = chunks(header, rows, limit)
+    assert [r for part in parts for r in part] == rows
+    assert all(parts) or parts == [[]] == [rows]  # no empty job, but the one of no rows
+    for part in parts:
+        size = len(csv_bytes(header, part))
+        assert size <= limit or len(part) == 1, (size, part)
+        assert list(csv.reader(io.StringIO(csv_bytes(header, part).decode(), newline=""))) == [header, *part]
+    # no two neighbouring jobs would have fit in one
+    for a, b in itertools.pairwise(parts):
+        assert len(csv_bytes(header, [*a, b[0]])) > limit

@@ -77,11 +77,15 @@ class Step:
     # needs (then `run` is None): the consecutive steps of one object that read it so are fed from one
     # reading of its file, which keeps only the columns the steps after them read
     blocks: Callable[[Frames], Blocks] | None = None
+    # the step reads what it needs of `needs[0]` from its file itself (`run` is given the other objects' held
+    # frames only): it neither builds nor keeps that object's held frame
+    own_read: bool = False
 
 
 @dataclass
 class _State:
     data: BundleData
+    bundle: Bundle | None = None
     emit: Any = field(default_factory=rules._Emit)
     cases: pd.DataFrame | None = None
     # what `_offers` reads of the chats' and emails' texts, worked out as they were read
@@ -127,17 +131,20 @@ def _per_object(state: _State, name: str) -> list[Step]:
         known = {t: _known_ids(fr[t]["Id"], frame, spec, t) for t in targets if t in fr}
         return integrity._lookups(spec, frame, model, known)
 
-    # the per-record checks first, from one reading of the object's file a block at a time; then the
-    # steps that read the object whole, its near-duplicate search (the largest) before the objects its
-    # lookups point at are read
-    steps = [
+    def near_duplicates(fr: Frames) -> list[Finding]:
+        return _near_duplicates(state, spec, near)
+
+    # the near-duplicate search first (the largest step), reading only the texts it compares, before anything
+    # of the object is held (at scale 1,000 Case's held frame was ~700 MB beside its index); then the
+    # per-record checks, from one reading of the object's file a block at a time; then the steps that read the
+    # object whole, before the objects its lookups point at are read
+    steps = [Step("text", (name,), near_duplicates, own_read=True)] if near else []
+    steps += [
         Step("schema", (name,), None, blocks=schema_blocks),
         Step("rules", (name,), None, blocks=time_span_blocks),
         Step("text", (name,), None, blocks=lambda fr: _text_blocks(name, data)),
         Step("integrity", (name,), ids, {name: _cols("Id", "_line", *unique, *together)}),
     ]
-    if near:
-        steps.append(Step("text", (name,), text.near_duplicates, {name: _cols("Id", "_line", *near)}))
     reads: dict[str, tuple[str, ...]] = {t: ("Id",) for t in targets if t != name}
     reads[name] = _cols("Id", "_line", *lookup_fields)
     steps.append(Step("integrity", (name, *targets), lookups, reads))
@@ -153,6 +160,36 @@ def _per_object(state: _State, name: str) -> list[Step]:
                 Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound), bounded)
             )
     return steps
+
+
+def _near_duplicates(state: _State, spec: ObjectSpec, fields: tuple[str, ...]) -> list[Finding]:
+    """`text.near_duplicates` of `fields` of `spec`'s records, read from the file: only the texts compared,
+    and the records' ids and lines only when a pair is found. A file that cannot be read gives nothing here:
+    the object's first reading (its block steps, next) reports it, once."""
+    bundle = state.bundle
+    if bundle is None or not state.data.model.has(spec.name):
+        return []
+    texts: dict[str, list[str | None]] = {f: [] for f in fields}
+    try:
+        # a block of rows at a time: the reader's own buffers are a block's, beside the texts gathered
+        for block in bundle.iter_columns(spec.name, list(fields), rows=ROW_CHUNK):
+            if any(f not in block.columns for f in fields):
+                return []  # a header without the field: the object's first reading reports it
+            for f in fields:
+                texts[f].extend(block[f].tolist())
+    except BundleError:
+        return []
+    pairs = {f: text.near_duplicate_pairs(texts[f]) for f in fields}
+    if not any(pairs.values()):
+        return []
+    try:
+        where = bundle.read_raw(spec.name, spec, ("Id",))
+    except BundleError:
+        return []
+    if any(len(where) != len(t) for t in texts.values()):
+        return []  # the file changed between the two readings: its next reading reports what it holds
+    frame = where.assign(**{f: np.asarray(t, dtype=object) for f, t in texts.items()})
+    return text.near_duplicates({spec.name: frame}, pairs={(spec.name, f): p for f, p in pairs.items()})
 
 
 def _known_ids(ids: pd.Series, frame: pd.DataFrame, spec: ObjectSpec, target: str) -> set[str]:
@@ -285,7 +322,7 @@ def plan(state: _State) -> list[Step]:
     for name in large:
         own = _per_object(state, name)
         if name in text.MESSAGES:
-            first_whole = next(i for i, step in enumerate(own) if step.blocks is None)
+            first_whole = next(i for i, step in enumerate(own) if step.blocks is None and not step.own_read)
             own.insert(
                 first_whole,
                 Step(
@@ -414,7 +451,7 @@ def _reads_after(steps: list[Step]) -> list[dict[str, set[str] | None]]:
 
 def _held_reads(step: Step) -> dict[str, set[str] | None]:
     """The objects `step` reads from their held frames, with the columns it reads (None: every column)."""
-    held = step.needs[1:] if step.blocks is not None else step.needs
+    held = step.needs[1:] if step.blocks is not None or step.own_read else step.needs
     return {n: (set(step.columns[n]) if n in step.columns else None) for n in held}
 
 
@@ -441,11 +478,11 @@ class StagedRun:
 
     def __init__(self, data: BundleData, bundle: Bundle) -> None:
         self.data, self.bundle = data, bundle
-        self.state = _State(data)
+        self.state = _State(data, bundle)
         self.steps = plan(self.state)
         self.last: dict[str, int] = {}
         for i, step in enumerate(self.steps):
-            for name in step.needs:
+            for name in step.needs[1:] if step.own_read else step.needs:
                 self.last[name] = i
         self.after = _reads_after(self.steps)
         self.latent_last: dict[str, int] = {}  # a latent table → the last step reading it
@@ -540,7 +577,7 @@ class StagedRun:
             self._run_blocks(i, end)
         else:
             assert step.run is not None
-            for name in step.needs:
+            for name in step.needs[1:] if step.own_read else step.needs:
                 self._load(name, i)
             t = time.perf_counter()
             self.latent_own.update(read_latent(self.data, step.latent))

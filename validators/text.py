@@ -350,7 +350,11 @@ def near_duplicate_pairs(texts: list[str | None]) -> list[tuple[int, int, float]
     return textsim.near_duplicates(texts, NEAR_DUPLICATE_THRESHOLD)
 
 
-def near_duplicates(raw: dict[str, pd.DataFrame]) -> list[Finding]:
+def near_duplicates(
+    raw: dict[str, pd.DataFrame], pairs: dict[tuple[str, str], list[tuple[int, int, float]]] | None = None
+) -> list[Finding]:
+    """A finding per near-duplicate pair of each field of NEAR_DUPLICATE_SCOPE in `raw`; `pairs`, when given,
+    holds a field's pairs already searched (`near_duplicate_pairs` of its texts, in the frame's order)."""
     out = []
     for sobject, field in NEAR_DUPLICATE_SCOPE:
         frame = raw.get(sobject)
@@ -359,7 +363,8 @@ def near_duplicates(raw: dict[str, pd.DataFrame]) -> list[Finding]:
         texts = frame[field].tolist()
         ids = frame["Id"].tolist()
         lines = frame["_line"].tolist()
-        for i, j, sim in near_duplicate_pairs(texts):
+        found = pairs.get((sobject, field)) if pairs is not None else None
+        for i, j, sim in near_duplicate_pairs(texts) if found is None else found:
             out.append(
                 finding(
                     "text.near-duplicate",

@@ -1217,8 +1217,7 @@ class Bundle:
         "Owner Assignment" and as many of the agents' ids."""
         shared = {c: _Column() for c in columns} if share else None
         for path in self.data_files(sobject):
-            with path.open(encoding="utf-8", newline="") as fh:
-                header = next(csv.reader(fh), [])
+            header = self._header(path)
             wanted = [c for c in columns if c in header]
             if self._holds_cr(path):
                 yield from self._csv_module_columns(path, wanted, rows, shared)
@@ -1247,6 +1246,16 @@ class Bundle:
             except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
                 self.read_raw(sobject)  # raises the BundleError naming the file and line
                 raise BundleError(f"{path}: unreadable CSV ({exc}).", file=str(path)) from exc
+
+    def _header(self, path: Path) -> list[str]:
+        """The first row of a CSV of the bundle, read only from a regular file inside it (`open_regular`: a FIFO,
+        a device, a folder or a link leaving the bundle is refused with a BundleError, not read from), and
+        refused with a BundleError naming the byte when it is not UTF-8."""
+        with open_regular(path, root=self.root) as fh:
+            try:
+                return next(csv.reader(utf8_lines(fh, str(path))), [])
+            except csv.Error as exc:
+                raise BundleError(f"{path}:1: unreadable header ({exc}).", file=str(path), line=1) from exc
 
     def _holds_cr(self, path: Path) -> bool:
         """Whether `path` holds a carriage return anywhere (a CRLF file, a quoted cell holding one, or a bare
@@ -1304,9 +1313,7 @@ class Bundle:
             raise BundleError(f"{path} is missing.", file=str(path))
         usecols = None
         if columns is not None:
-            with path.open(encoding="utf-8", newline="") as fh:
-                header = next(csv.reader(fh), [])
-            usecols = [c for c in columns if c in header]
+            usecols = [c for c in columns if c in self._header(path)]
         if self._holds_cr(path):  # read as `read_raw` reads (see `_holds_cr`)
             strict = read_csv_lines(path, str(path), root=self.root, columns=usecols).drop(columns="_line")
             return strict if usecols is None else strict[usecols]

@@ -1255,7 +1255,12 @@ class Bundle:
             try:
                 return next(csv.reader(utf8_lines(fh, str(path))), [])
             except csv.Error as exc:
-                raise BundleError(f"{path}:1: unreadable header ({exc}).", file=str(path), line=1) from exc
+                raise BundleError(
+                    f"{path}:1: unreadable header ({exc}); the first row must name the columns. Rebuild the bundle "
+                    "or fix the row.",
+                    file=str(path),
+                    line=1,
+                ) from exc
 
     def _holds_cr(self, path: Path) -> bool:
         """Whether `path` holds a carriage return anywhere (a CRLF file, a quoted cell holding one, or a bare
@@ -1468,7 +1473,12 @@ class CsvBlocks:
                     f"{label}:1: the file is empty; expected a header row.", file=label, line=1
                 ) from None
             except csv.Error as exc:
-                raise BundleError(f"{label}:1: unreadable header ({exc}).", file=label, line=1) from exc
+                raise BundleError(
+                    f"{label}:1: unreadable header ({exc}); the first row must name the columns. Rebuild the bundle "
+                    "or fix the row.",
+                    file=label,
+                    line=1,
+                ) from exc
             if self.check_header is not None:
                 self.check_header(header)
             wanted = self.columns

@@ -449,7 +449,7 @@ async def generate(
             frame = StoredFrame(stored).to_pandas()
             shutil.rmtree(stored)
         else:
-            frame, count, redone, fill = await _made(rc, executor, name, shards, shares_memory)
+            frame, count, redone, fill = await _made(rc, executor, name, shards, shares_memory, spill)
         if gen.text_kind is not None:
             if fill is not None:
                 fills[name] = fill
@@ -501,11 +501,20 @@ async def generate(
 
 
 async def _made(
-    rc: RunContext, executor: Executor, name: str, shards: int, shares_memory: bool
+    rc: RunContext,
+    executor: Executor,
+    name: str,
+    shards: int,
+    shares_memory: bool,
+    set_aside: bool = False,
 ) -> tuple[pd.DataFrame, int, int, TextFill | None]:
     """Object `name` made: its blocks (split over shards run by `executor`), assembled in block order with
     their ids, then its texts (`_write_texts`). Returns the frame, how many text requests were written, how
-    many rows were rewritten as near-duplicates, and the fill of its spilled texts (`_write_texts`)."""
+    many rows were rewritten as near-duplicates, and the fill of its spilled texts (`_write_texts`).
+
+    With `set_aside` (a large build), an object whose generator names its `request_fields` holds only those
+    and its text fields while its texts are written and searched for near-duplicates; its other fields wait
+    in the work folder (`_set_aside`)."""
     ctx, root, run = rc.build, rc.root, rc.run
     gen = GENERATORS[name]
     blocks = gen.n_blocks(ctx)
@@ -526,16 +535,77 @@ async def _made(
         release_freed_memory()
     if gen.text_kind is None:
         return frame, 0, 0, None
-    return await _write_texts(rc, executor, name, frame, shards, shares_memory)
+    aside = None
+    if set_aside and gen.request_fields and not gen.spills_texts:
+        # (rebinding `frame` lets go of the whole one: this coroutine would hold it through the texts)
+        frame, aside = _set_aside(frame, gen, root / WORK_DIR)
+        release_freed_memory()
+    return await _write_texts(rc, executor, name, frame, shards, shares_memory, aside)
+
+
+# where an object's fields wait while its texts are written (`_set_aside`): `<Object>.aside` in the work folder
+ASIDE_SUFFIX = ".aside"
+
+
+@dataclass(frozen=True)
+class Aside:
+    """An object's fields set aside while its texts are written (`_set_aside`): all of its fields in their
+    order, and the stored frame (generator/frames.py) holding those not held."""
+
+    columns: tuple[str, ...]
+    store: Path
+
+
+def _set_aside(frame: pd.DataFrame, gen: Any, work: Path) -> tuple[pd.DataFrame, Aside]:
+    """`frame` cut to the fields its text requests read (`request_fields`) and its text fields, in their order,
+    the others stored in the work folder (`<Object>.aside`) until `_taken_back`.
+
+    Why: the texts' phase of a large object is long and holds much besides its frame (its texts, then their
+    near-duplicate index and rewriting rounds). At scale 1,000 Case's frame is ~1 GB of fields no request
+    reads (its owners' chains, transfer times, the offer's facts, the ids of its parents), held the whole time
+    beside ~1.5 GB of texts and index in the child process that makes it (`made_apart`)."""
+    missing = [f for f in gen.request_fields if f not in frame.columns]
+    if missing:
+        raise BuildError(
+            f"{gen.sobject}: request_fields names {missing}, which its frame does not have; name only fields "
+            "its generator's blocks make."
+        )
+    keep = set(gen.request_fields) | set(_text_fields(gen))
+    columns = [str(c) for c in frame.columns]
+    store = work / f"{gen.sobject}{ASIDE_SUFFIX}"
+    save_frame(frame[[c for c in columns if c not in keep]], store)
+    # a copy: a selection may be a view of the whole frame's blocks, which would keep them alive
+    held = frame[[c for c in columns if c in keep]].copy()
+    return held, Aside(tuple(columns), store)
+
+
+def _taken_back(held: pd.DataFrame, aside: Aside) -> pd.DataFrame:
+    """The whole frame again: the fields `held` (with their texts now) and those `_set_aside` stored, in the
+    frame's order; the stored copy is deleted."""
+    stored = StoredFrame(aside.store)
+    frame = pd.DataFrame(
+        {c: held[c] if c in held.columns else stored.column(c) for c in aside.columns},
+        index=pd.RangeIndex(len(held)),
+    )
+    del stored
+    shutil.rmtree(aside.store)
+    return frame
 
 
 async def _write_texts(
-    rc: RunContext, executor: Executor, name: str, frame: pd.DataFrame, shards: int, shares_memory: bool
+    rc: RunContext,
+    executor: Executor,
+    name: str,
+    frame: pd.DataFrame,
+    shards: int,
+    shares_memory: bool,
+    aside: Aside | None = None,
 ) -> tuple[pd.DataFrame, int, int, TextFill | None]:
     """Write object `name`'s texts into its structured `frame`: its text shards (run by `executor`), then its
     near-duplicate rounds. Returns the frame, how many requests were written, how many rows were rewritten
     as near-duplicates, and for a generator that `spills_texts` the fill that puts its texts in place as its
-    CSV is written (the frame then has no text fields)."""
+    CSV is written (the frame then has no text fields). With `aside`, `frame` holds only some of the object's
+    fields (`_set_aside`): the others are taken back at the end."""
     ctx, root, run = rc.build, rc.root, rc.run
     work = root / WORK_DIR
     gen = GENERATORS[name]
@@ -573,6 +643,8 @@ async def _write_texts(
         frame = gen.apply_text(ctx, frame, reqs, texts)
         frame, redone = await _regenerate_near_duplicates(ctx, rc.writer(), gen, frame, reqs, texts)
         del texts
+        if aside is not None:
+            frame = _taken_back(frame, aside)
     written = len(reqs)
     del ctx.frames[name + ":structured"]
     rc.text_requests.pop(name, None)
@@ -624,7 +696,7 @@ def generate_apart(root: str, run: RunSpec, name: str, shards: int) -> tuple[int
 
     async def made() -> tuple[pd.DataFrame, int, int]:
         try:
-            frame, count, redone, _ = await _made(rc, LocalExecutor(), name, shards, True)
+            frame, count, redone, _ = await _made(rc, LocalExecutor(), name, shards, True, set_aside=True)
         finally:
             await rc.aclose()
         return frame, count, redone

@@ -92,6 +92,11 @@ class ObjectGenerator:
     # is written (generator/spill.py), for an object whose texts nothing but its CSV reads: the building process
     # never holds them. Its frame has no text fields; `text_rows` places each result's messages.
     spills_texts: ClassVar[bool] = False
+    # For a `requests_per_row` object: every field of its own frame that `text_requests` reads. In a large
+    # build its other fields are set aside in the work folder while its texts are written and searched for
+    # near-duplicates, and taken back after (generator/pipeline.py `_set_aside`); a field read but not named
+    # here fails that build with a KeyError, never silently.
+    request_fields: ClassVar[tuple[str, ...]] = ()
 
     def units(self, ctx: BuildContext) -> int:
         raise NotImplementedError

@@ -67,6 +67,17 @@ class CaseGenerator(ObjectGenerator):
     text_kind = TextKind.CASE
     dedup_fields = ("Description",)
     requests_per_row = True  # one request per case, made from its own row
+    request_fields = (
+        "Id",
+        "CreatedDate",
+        "_order",
+        "_item",
+        "_product",
+        "_issue",
+        "_customer",
+        "_tone",
+        "_want",
+    )
 
     def units(self, ctx: BuildContext) -> int:
         return len(self._plan(ctx)["item"])

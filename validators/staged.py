@@ -24,10 +24,10 @@ objects (`StagedRun.advance`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -162,32 +162,82 @@ def _per_object(state: _State, name: str) -> list[Step]:
     return steps
 
 
+class _Changed(Exception):
+    """An object's file gave another number of rows, or lost its field, between two readings."""
+
+
+class FileTexts(Sequence[str | None]):
+    """One text field of an object's file, as a sequence read in order a block of ROW_CHUNK rows at a time: what
+    the near-duplicate index reads of its texts (twice, first to last row) without holding them all. Its
+    length is counted by a first reading. Reading a row before the block held starts a new reading; a reading
+    that gives another number of rows or lacks the field raises `_Changed`, and an unreadable file raises the
+    reader's BundleError."""
+
+    def __init__(self, bundle: Bundle, name: str, field: str) -> None:
+        self.bundle, self.name, self.field = bundle, name, field
+        self._n = sum(len(b) for b in self._blocks())
+        self._reading: Iterator[list[str | None]] = iter(())
+        self._block: list[str | None] = []
+        self._lo = self._n  # (no block held: the next row read starts a reading)
+
+    def _blocks(self) -> Iterator[list[str | None]]:
+        for block in self.bundle.iter_columns(self.name, [self.field], rows=ROW_CHUNK):
+            if self.field not in block.columns:
+                raise _Changed(self.name)
+            yield block[self.field].tolist()
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str | None]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str | None] | None:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        if i < self._lo:
+            self._reading, self._block, self._lo = self._blocks(), [], 0
+        while i >= self._lo + len(self._block):
+            self._lo += len(self._block)
+            self._block = next(self._reading, [])
+            if not self._block:
+                raise _Changed(self.name)
+        return self._block[i - self._lo]
+
+
 def _near_duplicates(state: _State, spec: ObjectSpec, fields: tuple[str, ...]) -> list[Finding]:
-    """`text.near_duplicates` of `fields` of `spec`'s records, read from the file: only the texts compared,
-    and the records' ids and lines only when a pair is found. A file that cannot be read gives nothing here:
-    the object's first reading (its block steps, next) reports it, once."""
+    """`text.near_duplicates` of `fields` of `spec`'s records, read from the file: each field's texts read a
+    block at a time as the search's index reads them (`FileTexts`), and only when a pair is found read again
+    with the records' ids and lines. A file that cannot be read gives nothing here: the object's first reading
+    (its block steps, next) reports it, once.
+
+    Why not gather the texts first: the index is built from them and the search then reads only the index, so
+    holding them through the search held ~300 MB of Case's descriptions at scale 1,000 for nothing."""
     bundle = state.bundle
     if bundle is None or not state.data.model.has(spec.name):
         return []
-    texts: dict[str, list[str | None]] = {f: [] for f in fields}
+    pairs: dict[str, list[tuple[int, int, float]]] = {}
     try:
-        # a block of rows at a time: the reader's own buffers are a block's, beside the texts gathered
+        for f in fields:
+            pairs[f] = text.near_duplicate_pairs(FileTexts(bundle, spec.name, f))
+        if not any(pairs.values()):
+            return []
+        texts: dict[str, list[str | None]] = {f: [] for f in fields}
         for block in bundle.iter_columns(spec.name, list(fields), rows=ROW_CHUNK):
             if any(f not in block.columns for f in fields):
-                return []  # a header without the field: the object's first reading reports it
+                return []
             for f in fields:
                 texts[f].extend(block[f].tolist())
-    except BundleError:
-        return []
-    pairs = {f: text.near_duplicate_pairs(texts[f]) for f in fields}
-    if not any(pairs.values()):
-        return []
-    try:
         where = bundle.read_raw(spec.name, spec, ("Id",))
-    except BundleError:
+    except (BundleError, _Changed):
         return []
     if any(len(where) != len(t) for t in texts.values()):
-        return []  # the file changed between the two readings: its next reading reports what it holds
+        return []  # the file changed between the readings: its next reading reports what it holds
     frame = where.assign(**{f: np.asarray(t, dtype=object) for f, t in texts.items()})
     return text.near_duplicates({spec.name: frame}, pairs={(spec.name, f): p for f, p in pairs.items()})
 

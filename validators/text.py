@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import partial
@@ -341,7 +341,7 @@ def zero_prices(raw: dict[str, pd.DataFrame], screened: Screens | None = None) -
 # -- near-duplicates ------------------------------------------------------------------------------------------
 
 
-def near_duplicate_pairs(texts: list[str | None]) -> list[tuple[int, int, float]]:
+def near_duplicate_pairs(texts: Sequence[str | None]) -> list[tuple[int, int, float]]:
     """(i, j, similarity) for i < j whose word-3-shingle Jaccard similarity is at least the threshold.
 
     The definition (and the search) is `schemas.textsim`, the same one the generator uses when it rewrites

@@ -281,3 +281,90 @@ def test_the_near_duplicate_search_holds_nothing_else_of_its_object_and_each_fil
     assert block_reads and all(n == 1 for n in block_reads.values()), block_reads
     assert {"Case", "LiveChatTranscript", "EmailMessage"} <= set(block_reads)
     assert run.finish().findings == []
+
+
+def _csv_column(path: Path, field: str) -> list[str]:
+    """A field of a bundle's CSV (one file or its parts, in part order) as Python's csv module reads it: the
+    oracle `FileTexts` is held to (orgseed writes an empty cell for a missing value)."""
+    import csv
+
+    files = sorted(path.glob("part-*.csv")) if path.is_dir() else [path]
+    out: list[str] = []
+    for file in files:
+        with open(file, newline="", encoding="utf-8") as fh:
+            rows = csv.reader(fh)
+            at = next(rows).index(field)
+            out.extend(row[at] for row in rows)
+    return out
+
+
+def test_file_texts_read_in_order_twice_equal_the_csv_modules_reading(small_bundle: Path) -> None:
+    # FileTexts serves the search's index a field a block of ROW_CHUNK (7) rows at a time: read from first to
+    # last row, twice, as the index reads it, and then by slices and backwards, it gives the file's cells
+    from orgs.bundle import Bundle
+
+    bundle = Bundle(small_bundle)
+    expected = [c or None for c in _csv_column(small_bundle / "data" / "Case.csv", "Description")]
+    assert len(expected) > 3 * staged_module.ROW_CHUNK
+    texts = staged_module.FileTexts(bundle, "Case", "Description")
+    assert len(texts) == len(expected)
+    for _ in range(2):
+        assert [texts[i] for i in range(len(texts))] == expected
+        assert len(texts._block) <= staged_module.ROW_CHUNK  # one block held, never the field
+    assert texts[3:11] == expected[3:11]
+    assert [texts[i] for i in reversed(range(len(texts)))] == expected[::-1]
+    with pytest.raises(IndexError):
+        texts[len(expected)]
+
+
+def test_a_file_that_changes_between_the_readings_of_its_texts_is_noticed(
+    small_bundle: Path, tmp_path: Path
+) -> None:
+    # The index reads the texts twice after they were counted: a file that lost rows in between is noticed
+    # (`_Changed`) rather than read as it now is, and the search then reports nothing; the object's own
+    # reading reports what the file holds
+    from orgs.bundle import Bundle
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(small_bundle, copy)
+    texts = staged_module.FileTexts(Bundle(copy), "Case", "Description")
+    n = len(texts)
+    assert texts[n - 1] is not None
+    import csv
+
+    path = copy / "data" / "Case.csv"
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows[:-5])
+    assert texts[0] == (rows[1][rows[0].index("Description")] or None)  # a new reading starts
+    with pytest.raises(staged_module._Changed):
+        texts[n - 1]  # which ends 5 rows short
+
+
+def test_the_near_duplicate_search_reads_its_texts_from_the_file_a_block_at_a_time(
+    small_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the search's index is given is the file's field read a block at a time (FileTexts), not the texts
+    # gathered: each of the four searched fields, and it never held more than a block
+    from validators import text as text_module
+
+    given: list[tuple[str, str, int]] = []
+    real = text_module.near_duplicate_pairs
+
+    def watched(texts: Any) -> Any:
+        found = real(texts)
+        assert isinstance(texts, staged_module.FileTexts)
+        given.append((texts.name, texts.field, len(texts._block)))
+        return found
+
+    monkeypatch.setattr(text_module, "near_duplicate_pairs", watched)
+    report = validate_bundle(small_bundle, load_profile(str(SMALL_PROFILE)))
+    assert report.findings == []
+    assert {(n, f) for n, f, _ in given} == {
+        ("Case", "Description"),
+        ("LiveChatTranscript", "Body"),
+        ("Knowledge__kav", "FAQ_Answer__c"),
+        ("Product2", "Description"),
+    }
+    assert all(held <= staged_module.ROW_CHUNK for _, _, held in given)

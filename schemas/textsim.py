@@ -15,7 +15,8 @@ of the three sketches (a pair with Jaccard 0.5 becomes a candidate with probabil
 of one sketch are often copies of one shingle's value (densification fills an empty bin from its right-hand
 neighbour), so texts sharing a common phrase met in bands of neighbours far more often than J³, and at scale
 300 the groups of texts sharing a band key reached thousands of members, compared pair by pair. Candidates whose
-signatures agree on fewer than 35% of the values are dropped, and every remaining candidate is decided by
+signatures agree on fewer than 35% of the values (compared by their top 16 bits) are dropped, and every
+remaining candidate is decided by
 the exact Jaccard similarity of the two shingle-hash sets (equal to that of the shingle strings unless two
 distinct shingles share a 64-bit hash), computed for all candidates at once in numpy. The hashes are fixed, so
 the result is the same on every run and in every process.
@@ -135,7 +136,7 @@ BATCH_TEXTS = 4096
 # (4 M held ~40 MB more at the peak of a search of scale 300's cases, for no measurable gain in time)
 MERGE_PENDING = 1 << 21
 # candidate pairs whose signatures are compared at a time: each one gathers both rows' 96 values twice (as bytes,
-# then as 32-bit halves), ~1 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
+# then as 16-bit tops), ~0.6 KB per pair, so 8,192 pairs hold ~8 MB (65,536 held ~60 MB at scale 30's cases)
 AGREEMENT_CHUNK = 8192
 # candidate pairs whose exact Jaccard similarity is computed at a time (`_jaccards`): ~100 shingles per pair, as
 # 8-byte keys made, gathered and sorted together, ~20 MB per chunk at 8,192 (32,768 held ~80 MB more at the peak
@@ -261,11 +262,15 @@ class NearDuplicateIndex:
     def __init__(self, texts: Sequence[str | None], threshold: float = DEFAULT_THRESHOLD) -> None:
         self.threshold = threshold
         n = len(texts)
-        # what the search reads of each text's signature (`signatures`): the band keys (`band_keys`), and the
-        # values' high 32-bit halves, which the agreement compares: 640 bytes a text instead of the 768 of
-        # the signature itself (Case.Description at scale 300: 179 MB instead of 214)
-        self.keys = np.zeros((BANDS, n), dtype=np.uint64)
-        self.sig32 = np.zeros((n, WIDTH), dtype=np.uint32)
+        # what the search reads of each text's signature (`signatures`): the band keys (`band_keys`, their top 32
+        # bits), and the values' top 16 bits, which the agreement compares: 320 bytes a text instead of the 768
+        # of the signature itself (640 with 64-bit keys and 32-bit values: ~310 MB more for scale 1,000's
+        # cases, in the process making them and in validation's). Narrower, they only add candidates, which
+        # the exact check decides: two keys of a band collide with probability 2⁻³² (~110 pairs a band among
+        # 977,000 texts, nearly all then dropped by the agreement), and a value's top 16 bits add a chance
+        # agreement with probability 2⁻¹⁶ (a pair's 96 values then agree on ~0.0015 more on average)
+        self.keys = np.zeros((BANDS, n), dtype=np.uint32)
+        self.sig16 = np.zeros((n, WIDTH), dtype=np.uint16)
         # two passes over the texts, a batch at a time: the first signs each batch (a row's signature depends
         # on its shingles alone) and gathers the distinct hashes; the second hashes the batches again and numbers
         # them (`_put_batches`). Holding the first pass's batches for the second instead held 8 bytes per shingle
@@ -396,11 +401,11 @@ class NearDuplicateIndex:
         self._garbage = 0
 
     def _sign(self, rows: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> None:
-        """The band keys and 32-bit halves of the signatures of `rows`, whose shingle hashes are `hashes` in row
-        order, `lengths` per row."""
+        """The band keys' and the signature values' top bits (32 and 16) of `rows`, whose shingle hashes are
+        `hashes` in row order, `lengths` per row."""
         sig = signatures(hashes, lengths)
-        self.sig32[rows] = (sig >> np.uint64(32)).astype(np.uint32)
-        self.keys[:, rows] = band_keys(sig)
+        self.sig16[rows] = (sig >> np.uint64(48)).astype(np.uint16)
+        self.keys[:, rows] = (band_keys(sig) >> np.uint64(32)).astype(np.uint32)
 
     def _row_codes(self, row: int) -> np.ndarray:
         start = int(self._start[row])
@@ -497,8 +502,8 @@ class NearDuplicateIndex:
         # scale 300's first full search of its cases but ~1.4 GB at scale 1,000's, for 1.9 M pairs found.)
         pending: list[np.ndarray] = []
         every = len(live) == len(self._size)
-        sig32 = self.sig32
-        sig8 = _as_words(_top_bytes(sig32))
+        sig16 = self.sig16
+        sig8 = _as_words(_top_bytes(sig16))
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
         # of a group compared with each other in cache), and only the agreeing pairs wait
         agreed: list[np.ndarray] = []
@@ -510,7 +515,7 @@ class NearDuplicateIndex:
                 return
             distinct = _focus_packed(_merge(_NO_PAIRS, batch), stride, marks)
             if agree:
-                lo, hi = _agreeing(distinct, stride, sig8, sig32)
+                lo, hi = _agreeing(distinct, stride, sig8, sig16)
             else:
                 lo, hi = distinct // stride, distinct % stride
             del distinct
@@ -562,7 +567,7 @@ class NearDuplicateIndex:
                     if sum(len(c) for c in pending) >= MERGE_PENDING:
                         settle(band, pending, agree=True)
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
-                agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig32, stride, marks))
+                agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig16, stride, marks))
                 # the many-member groups' pairs agree already
                 if sum(len(c) for c in agreed) >= MERGE_PENDING:
                     settle(band, agreed, agree=False)
@@ -629,9 +634,10 @@ def band_keys(sig: np.ndarray) -> np.ndarray:
     return keys
 
 
-def _top_bytes(sig32: np.ndarray) -> np.ndarray:
-    """The top byte of each 32-bit half (the signature value's top byte, `sig >> 56`), as a view of `sig32`."""
-    return sig32.view(np.uint8)[:, 3::4] if sys.byteorder == "little" else sig32.view(np.uint8)[:, 0::4]
+def _top_bytes(sig16: np.ndarray) -> np.ndarray:
+    """The top byte of each value's top 16 bits (the signature value's top byte, `sig >> 56`), as a view of
+    `sig16`."""
+    return sig16.view(np.uint8)[:, 1::2] if sys.byteorder == "little" else sig16.view(np.uint8)[:, 0::2]
 
 
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -678,9 +684,9 @@ def _focus_packed(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> 
 
 
 def _agreeing(
-    packed: np.ndarray, stride: int, sig8: np.ndarray, sig32: np.ndarray
+    packed: np.ndarray, stride: int, sig8: np.ndarray, sig16: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The packed pairs whose signatures' 32-bit halves agree on at least MIN_AGREEMENT of the values (the
+    """The packed pairs whose signatures' values (their top 16 bits) agree on at least MIN_AGREEMENT of the values (the
     MinHash estimate of Jaccard), as (lo, hi); unpacked a chunk at a time to bound memory. `sig8` holds the
     values' top bytes as 64-bit words (`_as_words`): a pair whose top bytes agree on fewer is dropped first,
     comparing 12 words instead of 96 values."""
@@ -691,21 +697,21 @@ def _agreeing(
         chunk = packed[start : start + step]
         a, b = chunk // stride, chunk % stride
         maybe = np.flatnonzero(_equal_bytes(sig8[a] ^ sig8[b]) >= need)
-        agree = (sig32[a[maybe]] == sig32[b[maybe]]).mean(axis=1)
+        agree = (sig16[a[maybe]] == sig16[b[maybe]]).mean(axis=1)
         keep[start + maybe[agree >= MIN_AGREEMENT]] = True
     kept = packed[keep]
     return kept // stride, kept % stride
 
 
 def _agreeing_within(
-    members: np.ndarray, sig8: np.ndarray, sig32: np.ndarray, stride: int, marks: np.ndarray | None
+    members: np.ndarray, sig8: np.ndarray, sig16: np.ndarray, stride: int, marks: np.ndarray | None
 ) -> np.ndarray:
     """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires (`sig8` as there, read
     here byte by byte), compared block by block of rows (each block's comparisons stay within ~4 MB): each row
     against the rows after it, or, with `marks`, each marked row against all the others (the pairs without a
     marked row are not wanted)."""
     m = len(members)
-    b8, s32 = sig8[members].view(np.uint8), sig32[members]
+    b8, s16 = sig8[members].view(np.uint8), sig16[members]
     need = MIN_AGREEMENT * WIDTH
     step = max(1, (1 << 22) // (m * WIDTH))
     rows = np.arange(m) if marks is None else np.flatnonzero(marks[members])
@@ -720,7 +726,7 @@ def _agreeing_within(
         later = j > i if marks is None else j != i
         i, j = i[later], j[later]
         if len(i):
-            ok = (s32[i] == s32[j]).mean(axis=1) >= MIN_AGREEMENT
+            ok = (s16[i] == s16[j]).mean(axis=1) >= MIN_AGREEMENT
             out.append(_pack(members[i[ok]], members[j[ok]], stride))
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 

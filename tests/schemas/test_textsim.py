@@ -16,6 +16,7 @@ from schemas import textsim
 from schemas.textsim import (
     NearDuplicateIndex,
     _densify,
+    band_keys,
     jaccard,
     near_duplicates,
     shingle_hashes,
@@ -142,7 +143,7 @@ def _template_corpus() -> list[str | None]:
 
 def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     # The module docstring's procedure restated pair by pair (O(n²)) on the index's own signatures: a
-    # candidate shares one band's 3 values (band b: bin b of each of the 3 sketches), is kept when its 32-bit halves agree on >= 35% of the 96 values,
+    # candidate shares one band's 3 values (band b: bin b of each of the 3 sketches), is kept when its values' top 16 bits agree on >= 35% of the 96,
     # and is reported when its exact shingle Jaccard is >= 0.5. Groups here reach hundreds of members.
     texts = _template_corpus()
     index = NearDuplicateIndex(texts)
@@ -158,7 +159,7 @@ def test_pairs_follow_the_documented_search_exactly(monkeypatch: pytest.MonkeyPa
     want = []
     agreeing = set()
     for a, b in sorted(candidates):
-        agree = sum((x >> 32) == (y >> 32) for x, y in zip(sig[a], sig[b], strict=True)) / 96
+        agree = sum((x >> 48) == (y >> 48) for x, y in zip(sig[a], sig[b], strict=True)) / 96
         sim = jaccard(set(sets[a]), set(sets[b]))
         if agree >= 0.35:
             agreeing.add((a, b))
@@ -373,17 +374,18 @@ def _hashes_and_lengths(texts: list[str | None]) -> tuple[np.ndarray, np.ndarray
 
 
 def _same_signatures(a: NearDuplicateIndex, b: NearDuplicateIndex) -> bool:
-    return bool((a.keys == b.keys).all() and (a.sig32 == b.sig32).all())
+    return bool((a.keys == b.keys).all() and (a.sig16 == b.sig16).all())
 
 
-def test_the_index_holds_its_signatures_band_keys_and_high_halves() -> None:
+def test_the_index_holds_its_signatures_band_keys_and_values_top_bits() -> None:
     # what the search reads of a signature, restated from the module docstring on signatures made here: band
-    # b's key mixes bin b of each of the 3 sketches (two rows share a key when they share those 3 values), and
-    # the agreement compares the values' high 32 bits
+    # b's key mixes bin b of each of the 3 sketches (two rows share a key when they share those 3 values), of
+    # which the index keeps the top 32 bits, and the agreement compares the values' top 16 bits
     texts = _template_corpus()
     index = NearDuplicateIndex(texts)
     sig = signatures(*_hashes_and_lengths(texts))
-    assert (index.sig32 == (sig >> np.uint64(32))).all() and index.sig32.dtype == np.uint32
+    assert (index.sig16 == (sig >> np.uint64(48))).all() and index.sig16.dtype == np.uint16
+    assert (index.keys == (band_keys(sig) >> np.uint64(32))).all() and index.keys.dtype == np.uint32
     live = [i for i, t in enumerate(texts) if shingle_hashes([t])[0].size]
     for band in range(32):
         values = {i: tuple(int(sig[i, k * 32 + band]) for k in range(3)) for i in live}
@@ -397,7 +399,7 @@ def test_the_index_holds_its_signatures_band_keys_and_high_halves() -> None:
         assert sum(len(v) > 1 for v in by_key.values()) == 0  # and no two value triples share one here
     # the zero rows (no shingles) hold zeros, whatever their keys
     empty = sorted(set(range(len(texts))) - set(live))
-    assert empty and not index.sig32[empty].any()
+    assert empty and not index.sig16[empty].any()
 
 
 def test_a_new_index_holds_each_rows_distinct_codes_once_and_nothing_more() -> None:

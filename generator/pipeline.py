@@ -561,9 +561,10 @@ def _set_aside(frame: pd.DataFrame, gen: Any, work: Path) -> tuple[pd.DataFrame,
     the others stored in the work folder (`<Object>.aside`) until `_taken_back`.
 
     Why: the texts' phase of a large object is long and holds much besides its frame (its texts, then their
-    near-duplicate index and rewriting rounds). At scale 1,000 Case's frame is ~1 GB of fields no request
-    reads (its owners' chains, transfer times, the offer's facts, the ids of its parents), held the whole time
-    beside ~1.5 GB of texts and index in the child process that makes it (`made_apart`)."""
+    near-duplicate index and rewriting rounds). Case's requests read 9 of its ~40 fields; the others (its
+    owners' chains, transfer times, the offer's facts, the ids of its parents) were held the whole phase. At
+    scale 1,000 the child process making the cases (`made_apart`) peaked at 2,999 MB with them, 2,331 MB
+    without (benchmarks/results/bench_process_tree_1000.txt)."""
     missing = [f for f in gen.request_fields if f not in frame.columns]
     if missing:
         raise BuildError(
@@ -667,7 +668,7 @@ def made_apart(rc: RunContext, gen: Any, spill: bool, shares_memory: bool) -> bo
     more whose texts are held in its frame and searched for near-duplicates (Case from scale 512 on), with
     the offline writer.
 
-    Why: making such an object (its blocks, then its texts, near-duplicate index and rewriting rounds; ~2.7
+    Why: making such an object (its blocks, then its texts, near-duplicate index and rewriting rounds; ~2.1
     GB at scale 1,000 for Case) frees almost all it allocated, but the few small objects it leaves alive
     are scattered among those freed, and each keeps the 1 MiB arena of Python's allocator it sits in. At
     scale 100 the building process held 149 arenas after Case for 45 MB of live objects, against 54 before

@@ -137,12 +137,32 @@ def test_texts_written_in_a_child_process_are_the_same_bytes(
     assert not (out / pipeline.WORK_DIR).exists()
 
 
+def _large_build_frames(root: Path, scale: float = 1.0) -> tuple[dict[str, Any], Any]:
+    """The crmarena org generated in this process as a large build generates (`spill`), two shards: every
+    finished frame as it was persisted (a copy), and the generation's result."""
+    import asyncio
+
+    from generator import pipeline
+
+    spec = pipeline.RunSpec("crmarena", 0, scale)
+    rc = pipeline.RunContext(root, spec, pipeline.make_context(spec))
+    frames: dict[str, Any] = {}
+
+    def persist(name: str, frame: Any, fill: Any) -> None:
+        frames[name] = frame.copy()
+
+    try:
+        result = asyncio.run(pipeline.generate(rc, pipeline.LocalExecutor(), 2, persist, spill=True))
+    finally:
+        asyncio.run(rc.aclose())
+    return frames, result
+
+
 def test_rewriting_rounds_run_in_the_child_give_the_same_frames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The crmarena org at scale 1 rewrites near-duplicate cases (the small one does not): generated with its
     # texts written in this process, then in a child, every object's finished frame and the counts agree.
-    import asyncio
 
     import pandas as pd
 
@@ -150,16 +170,7 @@ def test_rewriting_rounds_run_in_the_child_give_the_same_frames(
 
     def generated(apart_rows: int, folder: str) -> tuple[dict[str, pd.DataFrame], Any]:
         monkeypatch.setattr(pipeline, "APART_ROWS", apart_rows)
-        spec = pipeline.RunSpec("crmarena", 0, 1.0)
-        rc = pipeline.RunContext(tmp_path / folder, spec, pipeline.make_context(spec))
-        frames: dict[str, pd.DataFrame] = {}
-
-        def persist(name: str, frame: pd.DataFrame, fill: Any) -> None:
-            frames[name] = frame.copy()
-
-        result = asyncio.run(pipeline.generate(rc, pipeline.LocalExecutor(), 2, persist, spill=True))
-        asyncio.run(rc.aclose())
-        return frames, result
+        return _large_build_frames(tmp_path / folder)
 
     here, here_result = generated(10**9, "here")
     child, child_result = generated(0, "child")
@@ -178,7 +189,6 @@ def test_fields_set_aside_while_texts_are_written_give_the_same_frames(
     # are written and rewritten (generator/pipeline.py _set_aside), the others waiting in the work folder. The
     # crmarena org at scale 1 rewrites near-duplicate cases: generated with and without setting aside, every
     # finished frame and count agrees, and the rounds saw only the fields named.
-    import asyncio
 
     import pandas as pd
 
@@ -198,16 +208,7 @@ def test_fields_set_aside_while_texts_are_written_give_the_same_frames(
 
     def generated(fields: tuple[str, ...], folder: str) -> tuple[dict[str, pd.DataFrame], Any]:
         monkeypatch.setattr(type(case), "request_fields", fields)
-        spec = pipeline.RunSpec("crmarena", 0, 1.0)
-        rc = pipeline.RunContext(tmp_path / folder, spec, pipeline.make_context(spec))
-        frames: dict[str, pd.DataFrame] = {}
-
-        def persist(name: str, frame: pd.DataFrame, fill: Any) -> None:
-            frames[name] = frame.copy()
-
-        result = asyncio.run(pipeline.generate(rc, pipeline.LocalExecutor(), 2, persist, spill=True))
-        asyncio.run(rc.aclose())
-        return frames, result
+        return _large_build_frames(tmp_path / folder)
 
     named = case.request_fields
     whole, whole_result = generated((), "whole")

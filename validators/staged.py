@@ -170,8 +170,8 @@ class FileTexts(Sequence[str | None]):
     """One text field of an object's file, as a sequence read in order a block of ROW_CHUNK rows at a time: what
     the near-duplicate index reads of its texts (twice, first to last row) without holding them all. Its
     length is counted by a first reading. Reading a row before the block held starts a new reading; a reading
-    that gives another number of rows or lacks the field raises `_Changed`, and an unreadable file raises the
-    reader's BundleError."""
+    that ends early or lacks the field raises `_Changed`, and so does `check_ended` when the reading under way
+    goes on past the counted rows; an unreadable file raises the reader's BundleError."""
 
     def __init__(self, bundle: Bundle, name: str, field: str) -> None:
         self.bundle, self.name, self.field = bundle, name, field
@@ -188,6 +188,12 @@ class FileTexts(Sequence[str | None]):
 
     def __len__(self) -> int:
         return self._n
+
+    def check_ended(self) -> None:
+        """After a reading of every row (the index's second): raise `_Changed` if the file holds more rows than
+        were counted (the last block, or another after it)."""
+        if self._lo + len(self._block) > self._n or next(self._reading, None) is not None:
+            raise _Changed(self.name)
 
     @overload
     def __getitem__(self, i: int) -> str | None: ...
@@ -224,7 +230,10 @@ def _near_duplicates(state: _State, spec: ObjectSpec, fields: tuple[str, ...]) -
     pairs: dict[str, list[tuple[int, int, float]]] = {}
     try:
         for f in fields:
-            pairs[f] = text.near_duplicate_pairs(FileTexts(bundle, spec.name, f))
+            read = FileTexts(bundle, spec.name, f)
+            pairs[f] = text.near_duplicate_pairs(read)
+            read.check_ended()
+            del read
         if not any(pairs.values()):
             return []
         texts: dict[str, list[str | None]] = {f: [] for f in fields}

@@ -340,6 +340,21 @@ def test_a_file_that_changes_between_the_readings_of_its_texts_is_noticed(
     assert texts[0] == (rows[1][rows[0].index("Description")] or None)  # a new reading starts
     with pytest.raises(staged_module._Changed):
         texts[n - 1]  # which ends 5 rows short
+    # and a file that gained rows: read to its counted end, the reading goes on, which `check_ended` says
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([*rows, *rows[1:6]])
+    grown = staged_module.FileTexts(Bundle(copy), "Case", "Description")
+    assert [grown[i] for i in range(len(grown))] == [
+        r[rows[0].index("Description")] or None for r in (*rows[1:], *rows[1:6])
+    ]
+    grown.check_ended()  # a whole reading: nothing past the count
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([*rows, *rows[1:6], *rows[1:6]])
+    assert grown[0] == (rows[1][rows[0].index("Description")] or None)  # a new reading starts
+    for i in range(len(grown)):
+        grown[i]
+    with pytest.raises(staged_module._Changed):
+        grown.check_ended()
 
 
 def test_the_near_duplicate_search_reads_its_texts_from_the_file_a_block_at_a_time(

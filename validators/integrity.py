@@ -53,6 +53,11 @@ def check_integrity(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Prof
 
 
 def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
+    return [*_duplicate_ids(spec, frame), *_key_prefixes(spec, frame)]
+
+
+def _duplicate_ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
+    """Each record whose Id an earlier record has (naming that record's line)."""
     out = []
     col = frame["Id"]
     lines = frame["_line"].to_numpy()
@@ -73,6 +78,15 @@ def _ids(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
                 line=lines[pos],
             )
         )
+    return out
+
+
+def _key_prefixes(spec: ObjectSpec, frame: pd.DataFrame) -> list[Finding]:
+    """Each record whose Id does not start with its object's key prefix: a record at a time."""
+    out = []
+    col = frame["Id"]
+    lines = frame["_line"].to_numpy()
+    present = col.notna().to_numpy()
     if _all_start_with(col.to_numpy()[present].tolist(), [spec.key_prefix]):
         wrong = np.zeros(len(col), dtype=bool)
     else:
@@ -234,31 +248,41 @@ PARENT_SLICE = 1 << 20
 def _cardinality(raw: dict[str, pd.DataFrame], model: OrgModel, profile: Profile) -> list[Finding]:
     out = []
     for child, fields in profile.bounds.items():
-        for fname, (low, high) in fields.items():
+        for fname, bound in fields.items():
             fspec = model.get(child).field(fname)
             parent = fspec.reference_to[0]
             if child not in raw or parent not in raw:
                 continue
             counts = raw[child][fname].value_counts()
-            parents = raw[parent]
-            lines = parents["_line"].to_numpy()
-            pid = parents["Id"].to_numpy()
-            # the parents' counts a slice at a time (Case's bound at scale 1,000 counts 7.1 M order items: a
-            # looked-up column, its filled and converted copies, 57 MB each, for all of them at once)
-            for lo in range(0, len(parents), PARENT_SLICE):
-                n = parents["Id"].iloc[lo : lo + PARENT_SLICE].map(counts).fillna(0).astype(int).to_numpy()
-                for at in np.flatnonzero((n < low) | (n > high)).tolist():
-                    children, pos = n[at], lo + at
-                    out.append(
-                        finding(
-                            "integrity.cardinality",
-                            f"{parent} {pid[pos]} has {children} {child} record(s) (via `{child}.{fname}`); the profile's "
-                            f"[bounds.{child}] {fname} = [{low}, {high}] allows {low} to {high}. Fix the data or the "
-                            "bound.",
-                            object=parent,
-                            record=pid[pos],
-                            file=_file(parent),
-                            line=lines[pos],
-                        )
-                    )
+            out.extend(bound_findings(child, fname, bound, parent, raw[parent], counts))
+    return out
+
+
+def bound_findings(
+    child: str, fname: str, bound: tuple[int, int], parent: str, parents: pd.DataFrame, counts: pd.Series
+) -> list[Finding]:
+    """The parents (`Id`, `_line`) whose number of children (`counts`, by parent id; an id it lacks has none)
+    is outside `bound`: a parent at a time, so the parents may come a block at a time."""
+    low, high = bound
+    out = []
+    lines = parents["_line"].to_numpy()
+    pid = parents["Id"].to_numpy()
+    # the parents' counts a slice at a time (Case's bound at scale 1,000 counts 7.1 M order items: a
+    # looked-up column, its filled and converted copies, 57 MB each, for all of them at once)
+    for lo in range(0, len(parents), PARENT_SLICE):
+        n = parents["Id"].iloc[lo : lo + PARENT_SLICE].map(counts).fillna(0).astype(int).to_numpy()
+        for at in np.flatnonzero((n < low) | (n > high)).tolist():
+            children, pos = n[at], lo + at
+            out.append(
+                finding(
+                    "integrity.cardinality",
+                    f"{parent} {pid[pos]} has {children} {child} record(s) (via `{child}.{fname}`); the profile's "
+                    f"[bounds.{child}] {fname} = [{low}, {high}] allows {low} to {high}. Fix the data or the "
+                    "bound.",
+                    object=parent,
+                    record=pid[pos],
+                    file=_file(parent),
+                    line=lines[pos],
+                )
+            )
     return out

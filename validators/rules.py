@@ -559,7 +559,10 @@ def _chat_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emi
 # -- orders and price books ---------------------------------------------------------------------------------
 
 
-def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
+def _orders(raw: dict[str, pd.DataFrame], emit: _Emit, has_items: np.ndarray | None = None) -> None:
+    """The price books, the orders and their items. `has_items` (whether some item names it, per Order row)
+    is for a reader that read the items a block at a time (and checked each block with `_order_items`): it
+    gives no OrderItem frame."""
     books = raw.get("Pricebook2")
     entries = raw.get("PricebookEntry")
     orders = raw.get("Order")
@@ -600,16 +603,20 @@ def _orders(raw: dict[str, pd.DataFrame], emit: _Emit) -> None:
                     "refuses its other entries and order items (STANDARD_PRICE_NOT_DEFINED). Add a standard price."
                 ),
             )
-    if orders is not None and items is not None:
-        # the orders that have an item, gathered a slice of items at a time (not a list of all 7.1 M OrderIds
-        # at scale 1,000), asked about the activated orders only
-        has_items: set[Any] = set()
-        for lo in range(0, len(items), ITEM_SLICE):
-            has_items.update(items["OrderId"].iloc[lo : lo + ITEM_SLICE].dropna().tolist())
-        activated = orders[(orders["Status"] == "Activated").to_numpy()]
+    if orders is not None and (items is not None or has_items is not None):
+        activated = (orders["Status"] == "Activated").to_numpy()
+        if has_items is None:
+            assert items is not None
+            # the orders that have an item, gathered a slice of items at a time (not a list of all 7.1 M
+            # OrderIds at scale 1,000), asked about the activated orders only
+            ordered: set[Any] = set()
+            for lo in range(0, len(items), ITEM_SLICE):
+                ordered.update(items["OrderId"].iloc[lo : lo + ITEM_SLICE].dropna().tolist())
+            has_items = np.zeros(len(orders), dtype=bool)
+            has_items[activated] = orders["Id"][activated].isin(ordered).to_numpy()
         emit.rows(
             "rules.activated-order-items",
-            activated[~activated["Id"].isin(has_items).to_numpy()],
+            orders[activated & ~has_items],
             "Order",
             "Status",
             lambda r: (

@@ -14,6 +14,11 @@ text (EmailMessage's bodies) is never held whole. Every step says which columns 
 first read whole, only the columns the steps from there on read are kept, and once the steps left read fewer,
 the others are let go.
 
+The largest object, OrderItem (STREAMED: 7.1 M rows at scale 1,000), is never held whole: all its checks
+are block steps fed from one reading of its file (its ids' repeats found by a 64-bit hash per record, the
+few records whose hashes repeat read again to compare their values), and Case, whose lookups name it, keeps
+only the items the cases name, read beforehand (`_named_rows`).
+
 The sequence is ordered so that a large object's steps are contiguous: small objects first, then Case (its
 near-duplicate search, the largest step, before anything else large is read), the orders, then what reads
 Case (chats, emails, history). The steps that read the objects' latent tables (the articles' and offers'
@@ -46,6 +51,12 @@ Frames = dict[str, pd.DataFrame]
 # letting go of an object this large gives its memory back (validators' steps run with the collector paused)
 LARGE_ROWS = 50_000
 LARGE_ORDER = ("Case", "Order", "OrderItem", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
+# objects never held whole (OrderItem: 7.1 M rows at scale 1,000, ~1 GB held as strings through the order
+# steps): their own checks read them a block at a time, all from one reading of the file, and an object
+# looking them up keeps only the rows its lookups name (`_named_rows`)
+STREAMED = ("OrderItem",)
+# what `_named_rows` keeps of a streamed object's rows (besides Id and _line): what the steps reading them read
+NAMED_COLUMNS = {"OrderItem": ("OrderId", "Product2Id")}
 # the Case columns the rules keep for the checks of the case's emails, chats, history and customer
 CASE_STATE = (
     *("Id", "_line", "Status", "CreatedDate", "ClosedDate"),
@@ -80,6 +91,9 @@ class Step:
     # the step reads what it needs of `needs[0]` from its file itself (`run` is given the other objects' held
     # frames only): it neither builds nor keeps that object's held frame
     own_read: bool = False
+    # objects of `needs` the step reads itself from their files, a block at a time (an object of STREAMED):
+    # they are neither read for it nor held
+    streams: tuple[str, ...] = ()
 
 
 @dataclass
@@ -90,6 +104,12 @@ class _State:
     cases: pd.DataFrame | None = None
     # what `_offers` reads of the chats' and emails' texts, worked out as they were read
     offers: dict[str, text.MessageOffers] = field(default_factory=dict)
+    # (object, streamed object) → the rows of the streamed object the object's lookups name (`_named_rows`)
+    named: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
+    # an object's distinct ids, as an index the steps reading a streamed object's blocks look them up in
+    indexes: dict[str, pd.Index] = field(default_factory=dict)
+    # whether some order item names it, per Order row: worked out as OrderItem is read, for `rules._orders`
+    has_items: np.ndarray | None = None
 
 
 def _per_object(state: _State, name: str) -> list[Step]:
@@ -120,7 +140,19 @@ def _per_object(state: _State, name: str) -> list[Step]:
     together = integrity.UNIQUE_TOGETHER.get(name, ((), ""))[0]
     near = tuple(f for o, f in text.NEAR_DUPLICATE_SCOPE if o == name)
     targets = tuple(dict.fromkeys(t for f in spec.lookups for t in f.reference_to if model.has(t)))
+    streamed = tuple(t for t in targets if t in STREAMED and t != name)
+    held = tuple(t for t in targets if t not in streamed)
     lookup_fields = tuple(f.name for f in spec.lookups)
+
+    def named_rows(fr: Frames) -> list[Finding]:
+        frame = fr.get(name)
+        for t in streamed:
+            state.named.pop((name, t), None)
+            fields = [f.name for f in spec.lookups if t in f.reference_to]
+            got = None if frame is None else _named_rows(state, t, frame, fields)
+            if got is not None:
+                state.named[(name, t)] = got
+        return []
 
     def lookups(fr: Frames) -> list[Finding]:
         frame = fr.get(name)
@@ -128,7 +160,11 @@ def _per_object(state: _State, name: str) -> list[Step]:
             return []
         # the ids of the objects the lookups point at (the object's own when one points at it); a set built
         # from a list, not by iterating the Series (~4x faster)
-        known = {t: _known_ids(fr[t]["Id"], frame, spec, t) for t in targets if t in fr}
+        known = {t: _known_ids(fr[t]["Id"], frame, spec, t) for t in held if t in fr}
+        # a streamed object's: those of its rows the lookups name (a target unreadable has none: unchecked)
+        known.update(
+            {t: set(state.named[(name, t)]["Id"].tolist()) for t in streamed if (name, t) in state.named}
+        )
         return integrity._lookups(spec, frame, model, known)
 
     def near_duplicates(fr: Frames) -> list[Finding]:
@@ -143,14 +179,22 @@ def _per_object(state: _State, name: str) -> list[Step]:
         Step("schema", (name,), None, blocks=schema_blocks),
         Step("rules", (name,), None, blocks=time_span_blocks),
         Step("text", (name,), None, blocks=lambda fr: _text_blocks(name, data)),
-        Step("integrity", (name,), ids, {name: _cols("Id", "_line", *unique, *together)}),
     ]
-    reads: dict[str, tuple[str, ...]] = {t: ("Id",) for t in targets if t != name}
+    if name in STREAMED:
+        return steps + _streamed_steps(state, spec, targets)
+    steps.append(Step("integrity", (name,), ids, {name: _cols("Id", "_line", *unique, *together)}))
+    if streamed:
+        named_fields = _cols(*(f.name for f in spec.lookups if set(f.reference_to) & set(streamed)))
+        steps.append(Step("integrity", (name, *streamed), named_rows, {name: named_fields}, streams=streamed))
+    reads: dict[str, tuple[str, ...]] = {t: ("Id",) for t in held if t != name}
     reads[name] = _cols("Id", "_line", *lookup_fields)
-    steps.append(Step("integrity", (name, *targets), lookups, reads))
+    steps.append(Step("integrity", (name, *held), lookups, reads))
     if profile is not None and name in profile.bounds:
         for fname, bound in profile.bounds[name].items():
             parent = spec.field(fname).reference_to[0]
+            if parent in streamed:
+                steps.append(_streamed_parent_bound(state, name, fname, bound, parent))
+                continue
             bounded: dict[str, tuple[str, ...]] = (
                 {name: (fname,), parent: ("Id", "_line")}
                 if parent != name
@@ -160,6 +204,217 @@ def _per_object(state: _State, name: str) -> list[Step]:
                 Step("integrity", (name, parent), _cardinality(model, profile, name, fname, bound), bounded)
             )
     return steps
+
+
+def _named_rows(state: _State, target: str, frame: pd.DataFrame, fields: list[str]) -> pd.DataFrame | None:
+    """The rows of `target` (a STREAMED object) whose Id is among the values of `frame`'s `fields`, in file
+    order, with their Id, _line and NAMED_COLUMNS: read from its file a block at a time. What the checks of
+    `frame`'s object that read `target` read of it: the existence of the ids its lookups name (`_lookups` asks
+    about nothing else), a bound whose minimum is 0 (a parent no child names is within it), and the named
+    rows' other fields. None when the file cannot be read: its own reading (its block steps) reports it, and
+    the checks reading it find nothing, as when the whole org is read."""
+    bundle, model = state.bundle, state.data.model
+    if bundle is None:
+        return None
+    # each value named, as the named rows' Id: the frame's own string, not another copy of it
+    asked: dict[str, str] = {}
+    for f in fields:
+        for value in frame[f].dropna().tolist():
+            asked.setdefault(value, value)
+    columns = NAMED_COLUMNS.get(target, ())
+    ids: list[str] = []
+    kept = {c: PackedColumn() for c in columns}
+    lines: list[np.ndarray] = []
+    try:
+        for block in bundle.iter_raw(target, model.get(target), rows=ROW_CHUNK, columns=("Id", *columns)):
+            names = block["Id"].tolist()
+            hit = np.fromiter(map(asked.__contains__, names), dtype=bool, count=len(names))
+            if not hit.any():
+                continue
+            at = np.flatnonzero(hit)
+            ids.extend(asked[names[k]] for k in at.tolist())
+            part = block.iloc[at]
+            for c in columns:
+                kept[c].add(part[c].tolist())
+            lines.append(part["_line"].to_numpy())
+    except BundleError:
+        return None
+    out = _frame(kept, lines) if ids else pd.DataFrame({c: [] for c in (*columns, "_line")}, dtype=object)
+    out.insert(0, "Id", np.asarray(ids, dtype=object))
+    return out
+
+
+def _streamed_parent_bound(state: _State, name: str, fname: str, bound: tuple[int, int], parent: str) -> Step:
+    """The cardinality step of a bound whose parent is a STREAMED object: the parents `_named_rows` kept
+    when the bound allows a parent no child names (a parent only the others can break it), else every
+    parent, read from its file a block at a time."""
+    low, high = bound
+    if low <= 0 <= high:
+
+        def named(fr: Frames) -> list[Finding]:
+            frame, parents = fr.get(name), state.named.get((name, parent))
+            if frame is None or parents is None:
+                return []
+            return integrity.bound_findings(name, fname, bound, parent, parents, frame[fname].value_counts())
+
+        return Step("integrity", (name,), named, {name: (fname,)})
+
+    def every(fr: Frames) -> list[Finding]:
+        frame, bundle = fr.get(name), state.bundle
+        if frame is None or bundle is None:
+            return []
+        counts = frame[fname].value_counts()
+        out: list[Finding] = []
+        try:
+            for block in bundle.iter_raw(
+                parent, state.data.model.get(parent), rows=ROW_CHUNK, columns=("Id",)
+            ):
+                out.extend(integrity.bound_findings(name, fname, bound, parent, block, counts))
+        except BundleError:
+            return []  # unreadable: reported by its own reading
+        return out
+
+    return Step("integrity", (name, parent), every, {name: (fname,)}, streams=(parent,))
+
+
+def _id_index(state: _State, name: str, frame: pd.DataFrame) -> pd.Index:
+    """`frame`'s distinct ids (`name`'s), as an index, made once for the steps reading a streamed object."""
+    if name not in state.indexes:
+        state.indexes[name] = pd.Index(frame["Id"].dropna().drop_duplicates().to_numpy(dtype=object))
+    return state.indexes[name]
+
+
+def _streamed_steps(state: _State, spec: ObjectSpec, targets: tuple[str, ...]) -> list[Step]:
+    """The integrity steps of a STREAMED object, each fed its blocks (with the block steps before them, from
+    one reading of its file): its ids, its lookups, its bounds. Same findings as those of a held object."""
+    name, model, profile = spec.name, state.data.model, state.data.profile
+    if name in targets:
+        raise ValueError(f"{name} is validated a block at a time and cannot be looked up by its own records")
+
+    def lookups(fr: Frames) -> Blocks:
+        # every id of the targets held (the blocks ask about any of them): Order's 2.1 M at scale 1,000
+        known = {t: set(fr[t]["Id"].dropna().tolist()) for t in targets if t in fr}
+        out: list[Finding] = []
+        return Blocks(lambda block: out.extend(integrity._lookups(spec, block, model, known)), lambda: out)
+
+    steps = [
+        Step("integrity", (name,), None, blocks=lambda fr: _ids_blocks(state, spec)),
+        Step("integrity", (name, *targets), None, {t: ("Id",) for t in targets}, blocks=lookups),
+    ]
+    for fname, bound in (profile.bounds.get(name, {}) if profile is not None else {}).items():
+        parent = spec.field(fname).reference_to[0]
+        if parent == name or parent in STREAMED:
+            raise ValueError(
+                f"the bound {name}.{fname} needs {parent} held: it is validated a block at a time"
+            )
+        steps.append(
+            Step(
+                "integrity",
+                (name, parent),
+                None,
+                {parent: ("Id", "_line")},
+                blocks=_child_bound_blocks(state, name, fname, bound, parent),
+            )
+        )
+    return steps
+
+
+def _child_bound_blocks(
+    state: _State, name: str, fname: str, bound: tuple[int, int], parent: str
+) -> Callable[[Frames], Blocks]:
+    """A bound of a STREAMED object's lookup: each parent's children counted a block at a time."""
+
+    def start(fr: Frames) -> Blocks:
+        parents = fr.get(parent)
+        if parents is None:
+            return Blocks(lambda block: None, list)
+        index = _id_index(state, parent, parents)
+        counts = np.zeros(len(index), dtype=np.int64)
+
+        def feed(block: pd.DataFrame) -> None:
+            at = index.get_indexer(block[fname].to_numpy(dtype=object))
+            counts[:] += np.bincount(at[at >= 0], minlength=len(index))
+
+        def close() -> list[Finding]:
+            return integrity.bound_findings(
+                name, fname, bound, parent, parents, pd.Series(counts, index=index)
+            )
+
+        return Blocks(feed, close)
+
+    return start
+
+
+def _ids_blocks(state: _State, spec: ObjectSpec) -> Blocks:
+    """`integrity._ids` and `integrity._unique` of a STREAMED object, a block at a time: each record's key
+    prefix as it comes; for the repeats, a 64-bit hash of each key (the Id, each unique field in lower case,
+    the fields unique together) kept per record, 8 bytes, not its string. Only records whose hash another
+    record's shares can repeat a key; they are read again, and the repeats among them are exactly those
+    among all (every record sharing a key shares its hash, and they keep their order)."""
+    unique = [f.name for f in spec.fields if f.type != "id" and (f.unique or f.external_id)]
+    together = list(integrity.UNIQUE_TOGETHER.get(spec.name, ((), ""))[0])
+
+    def keys(block: pd.DataFrame) -> list[pd.Series]:
+        out = [block["Id"], *(block[f].str.lower() for f in unique)]
+        if together and all(c in block.columns for c in together):
+            out.append(block[together[0]].str.cat([block[c] for c in together[1:]], sep="\x1f"))
+        return out
+
+    hashes: list[list[np.ndarray]] = []  # per key, per block: each record's hash
+    present: list[list[np.ndarray]] = []  # and whether it has the key
+    prefixes: list[Finding] = []
+
+    def feed(block: pd.DataFrame) -> None:
+        prefixes.extend(integrity._key_prefixes(spec, block))
+        for k, key in enumerate(keys(block)):
+            if k == len(hashes):
+                hashes.append([])
+                present.append([])
+            hashes[k].append(pd.util.hash_array(key.to_numpy(dtype=object)))
+            present[k].append(key.notna().to_numpy())
+
+    def close() -> list[Finding]:
+        candidate: np.ndarray | None = None
+        for h, there in zip(hashes, present, strict=True):
+            repeats = _repeated(np.concatenate(h), np.concatenate(there))
+            h.clear()
+            there.clear()
+            candidate = repeats if candidate is None else candidate | repeats
+        if candidate is None or not candidate.any():
+            return prefixes
+        rows = _rows_at(state, spec, candidate, ("Id", *unique, *together))
+        return [*prefixes, *integrity._duplicate_ids(spec, rows), *integrity._unique(spec, rows)]
+
+    return Blocks(feed, close)
+
+
+def _repeated(h: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Whether each value of `h` where `present` holds occurs more than once there."""
+    at = np.flatnonzero(present)
+    order = np.argsort(h[at], kind="stable")
+    s = h[at][order]
+    same = s[1:] == s[:-1]
+    twice = np.zeros(len(at), dtype=bool)
+    twice[1:] |= same
+    twice[:-1] |= same
+    out = np.zeros(len(h), dtype=bool)
+    out[at[order]] = twice
+    return out
+
+
+def _rows_at(state: _State, spec: ObjectSpec, at: np.ndarray, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of `spec`'s file where `at` (a mask over all of them) holds, read again a block at a time."""
+    assert state.bundle is not None
+    parts, lo = [], 0
+    for block in state.bundle.iter_raw(spec.name, spec, rows=ROW_CHUNK, columns=columns):
+        parts.append(block[at[lo : lo + len(block)]])
+        lo += len(block)
+    if lo != len(at):
+        raise BundleError(
+            f"{state.data.data_file(spec.name)} changed while it was validated ({len(at)} rows, then {lo}); "
+            "validate the bundle again once nothing writes it."
+        )
+    return pd.concat(parts, ignore_index=True)
 
 
 class _Changed(Exception):
@@ -321,10 +576,6 @@ def plan(state: _State) -> list[Step]:
         if spec.name not in large:
             steps.extend(_per_object(state, spec.name))
 
-    def orders(fr: Frames) -> list[Finding]:
-        rules._orders(fr, emit)
-        return []
-
     def cases(fr: Frames) -> list[Finding]:
         if "Case" in fr:
             state.cases = rules._cases(fr["Case"][list(CASE_STATE)], span_end, emit)
@@ -340,9 +591,50 @@ def plan(state: _State) -> list[Step]:
 
         return Step("rules", (name,), run, {name: reads} if reads else {})
 
+    def with_items(fr: Frames) -> Frames:
+        # the order items the cases name (OrderItem is streamed: `_named_rows`), where the checks look for them
+        items = state.named.get(("Case", "OrderItem"))
+        return fr if items is None else {**fr, "OrderItem": items}
+
+    def products(fr: Frames) -> list[Finding]:
+        return text._products(with_items(fr))
+
+    def order_items(fr: Frames) -> Blocks:
+        # each order item against its entry and its order's book, and which orders have one, as OrderItem is read
+        orders, entries = fr.get("Order"), fr.get("PricebookEntry")
+        state.has_items = None
+        if orders is None:
+            return Blocks(lambda block: None, list)
+        index = _id_index(state, "Order", orders)
+        seen = np.zeros(len(index), dtype=bool)
+        own = rules._Emit()  # its own: a check dropped unclosed leaves no finding behind
+        e = entries.drop_duplicates("Id").set_index("Id") if entries is not None else None
+        book_of_order = rules.by_id(orders, "Pricebook2Id") if e is not None else None
+
+        def feed(block: pd.DataFrame) -> None:
+            at = index.get_indexer(block["OrderId"].to_numpy(dtype=object))
+            seen[at[at >= 0]] = True
+            if e is not None and book_of_order is not None:
+                rules._order_item_slice(block, e, book_of_order, own)
+
+        def close() -> list[Finding]:
+            at = index.get_indexer(orders["Id"].to_numpy(dtype=object))
+            state.has_items = (at >= 0) & seen[np.maximum(at, 0)]
+            return own.out
+
+        return Blocks(feed, close)
+
+    def orders(fr: Frames) -> list[Finding]:
+        # the price books and orders; the items were checked as they were read (`order_items`)
+        state.indexes.clear()
+        has_items, state.has_items = state.has_items, None
+        rules._orders(fr, emit, has_items=has_items)
+        return []
+
     def case_customer(fr: Frames) -> list[Finding]:
         if state.cases is not None:
-            rules._case_customer(fr, state.cases, emit)
+            rules._case_customer(with_items(fr), state.cases, emit)
+        state.named.pop(("Case", "OrderItem"), None)
         return []
 
     def chat_customer(fr: Frames) -> list[Finding]:
@@ -353,6 +645,8 @@ def plan(state: _State) -> list[Step]:
     def release_cases(fr: Frames) -> list[Finding]:
         state.cases = None
         state.offers.clear()
+        state.named.clear()
+        state.indexes.clear()
         return []
 
     def message_offers(name: str) -> Callable[[Frames], Blocks]:
@@ -394,25 +688,29 @@ def plan(state: _State) -> list[Step]:
             )
         steps.extend(own)
         if name == "OrderItem":
+            # the items against their entries and orders, fed OrderItem's blocks with its own block steps
             steps.append(
                 Step(
                     "rules",
-                    ("Pricebook2", "PricebookEntry", "Order", "OrderItem", "Product2"),
+                    ("OrderItem", "PricebookEntry", "Order"),
+                    None,
+                    {
+                        "PricebookEntry": ("Id", "Pricebook2Id", "Product2Id", "UnitPrice"),
+                        "Order": ("Id", "Pricebook2Id"),
+                    },
+                    blocks=order_items,
+                )
+            )
+            steps.append(
+                Step(
+                    "rules",
+                    ("Pricebook2", "PricebookEntry", "Order", "Product2"),
                     orders,
-                    # what `rules._orders` reads (OrderItem's Quantity is not: at scale 1,000 its column alone
-                    # was 57 MB of pointers, held from the first step reading OrderItem to this one)
+                    # what `rules._orders` reads of them
                     {
                         "Pricebook2": ("Id", "_line", "IsStandard", "ValidFrom", "ValidTo"),
                         "PricebookEntry": ("Id", "_line", "Pricebook2Id", "Product2Id", "UnitPrice"),
                         "Order": ("Id", "_line", "Status", "EffectiveDate", "Pricebook2Id"),
-                        "OrderItem": (
-                            "Id",
-                            "_line",
-                            "OrderId",
-                            "Product2Id",
-                            "PricebookEntryId",
-                            "UnitPrice",
-                        ),
                         "Product2": ("Id", "_line", "Name"),
                     },
                 )
@@ -422,13 +720,9 @@ def plan(state: _State) -> list[Step]:
             steps.append(
                 Step(
                     "rules",
-                    ("Contact", "OrderItem", "Order"),
+                    ("Contact", "Order"),
                     case_customer,
-                    {
-                        "Contact": ("Id", "AccountId"),
-                        "OrderItem": ("Id", "OrderId"),
-                        "Order": ("Id", "AccountId", "EffectiveDate"),
-                    },
+                    {"Contact": ("Id", "AccountId"), "Order": ("Id", "AccountId", "EffectiveDate")},
                 )
             )
         elif name == "Case":
@@ -436,11 +730,10 @@ def plan(state: _State) -> list[Step]:
             steps.append(
                 Step(
                     "text",
-                    ("Case", "OrderItem", "Product2"),
-                    text._products,
+                    ("Case", "Product2"),
+                    products,
                     {
                         "Case": ("Id", "_line", "Subject", "Description", "OrderItemId__c"),
-                        "OrderItem": ("Id", "Product2Id"),
                         "Product2": ("Id", "Name"),
                     },
                 )
@@ -511,7 +804,7 @@ def _reads_after(steps: list[Step]) -> list[dict[str, set[str] | None]]:
 def _held_reads(step: Step) -> dict[str, set[str] | None]:
     """The objects `step` reads from their held frames, with the columns it reads (None: every column)."""
     held = step.needs[1:] if step.blocks is not None or step.own_read else step.needs
-    return {n: (set(step.columns[n]) if n in step.columns else None) for n in held}
+    return {n: (set(step.columns[n]) if n in step.columns else None) for n in held if n not in step.streams}
 
 
 def _union(a: set[str] | None, b: set[str] | None) -> set[str] | None:
@@ -542,7 +835,8 @@ class StagedRun:
         self.last: dict[str, int] = {}
         for i, step in enumerate(self.steps):
             for name in step.needs[1:] if step.own_read else step.needs:
-                self.last[name] = i
+                if name not in step.streams:
+                    self.last[name] = i
         self.after = _reads_after(self.steps)
         self.latent_last: dict[str, int] = {}  # a latent table → the last step reading it
         for i, step in enumerate(self.steps):
@@ -637,7 +931,8 @@ class StagedRun:
         else:
             assert step.run is not None
             for name in step.needs[1:] if step.own_read else step.needs:
-                self._load(name, i)
+                if name not in step.streams:
+                    self._load(name, i)
             t = time.perf_counter()
             self.latent_own.update(read_latent(self.data, step.latent))
             self.timings["load"] += time.perf_counter() - t

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.profile import load_profile
 from tests.conftest import FIXTURES, SMALL_PROFILE
@@ -278,6 +280,8 @@ def test_the_near_duplicate_search_holds_nothing_else_of_its_object_and_each_fil
         run._run(run.done)
     assert set(searched) == {"Case", "LiveChatTranscript", "Knowledge__kav", "Product2"}
     assert all(name not in held for name, held in searched.items()), searched
+    # OrderItem, never held whole, is read twice: the rows the cases name, then for its own steps
+    assert block_reads.pop("OrderItem") == 2
     assert block_reads and all(n == 1 for n in block_reads.values()), block_reads
     assert {"Case", "LiveChatTranscript", "EmailMessage"} <= set(block_reads)
     assert run.finish().findings == []
@@ -383,3 +387,145 @@ def test_the_near_duplicate_search_reads_its_texts_from_the_file_a_block_at_a_ti
         ("Product2", "Description"),
     }
     assert all(held <= staged_module.ROW_CHUNK for _, _, held in given)
+
+
+# OrderItem, the largest object (7.1 M rows at scale 1,000), is never held whole: its checks are fed its blocks
+# from one reading, its ids' repeats found by hash, and Case keeps only the items the cases name
+ITEM_CORRUPTIONS: dict[str, tuple[dict[str, Any], tuple[str, str]]] = {
+    "duplicate-item-id": (
+        {
+            "select": {"first": {"object": "OrderItem", "nth": 3}, "dup": {"object": "OrderItem", "nth": 40}},
+            "edits": [{"op": "set", "sel": "dup", "field": "Id", "value": {"from": "first.Id"}}],
+        },
+        ("integrity.duplicate-id", "OrderItem"),
+    ),
+    "item-named-by-two-cases": (
+        {
+            "select": {"a": {"object": "Case", "nth": 2}, "b": {"object": "Case", "nth": 5}},
+            "edits": [
+                {"op": "set", "sel": "b", "field": "OrderItemId__c", "value": {"from": "a.OrderItemId__c"}}
+            ],
+        },
+        ("integrity.cardinality", "OrderItem"),
+    ),
+    "item-id-of-another-object": (
+        {
+            "select": {"item": {"object": "OrderItem", "nth": 10}},
+            "edits": [{"op": "set", "sel": "item", "field": "Id", "value": "801Ws0000ZZZZZZAAA"}],
+        },
+        ("integrity.key-prefix", "OrderItem"),
+    ),
+    "items-without-and-with-a-lost-order": (
+        {
+            "select": {"a": {"object": "OrderItem", "nth": 12}, "b": {"object": "OrderItem", "nth": 13}},
+            "edits": [
+                {"op": "set", "sel": "a", "field": "OrderId", "value": ""},
+                {"op": "set", "sel": "b", "field": "OrderId", "value": "801Ws0000zzzzzzAAA"},
+            ],
+        },
+        ("integrity.dangling-lookup", "OrderItem"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITEM_CORRUPTIONS))
+def test_order_item_corruptions_same_as_whole_org(name: str, small_bundle: Path, tmp_path: Path) -> None:
+    spec, (rule, sobject) = ITEM_CORRUPTIONS[name]
+    corrupt(spec, small_bundle, tmp_path / "bundle")
+    whole = _summary(validate_bundle(tmp_path / "bundle", staged=False))
+    assert _summary(validate_bundle(tmp_path / "bundle")) == whole
+    assert any(f["rule"] == rule and f["object"] == sobject for f in whole["findings"]), whole["findings"]
+
+
+def test_order_item_ids_whose_hashes_collide_are_told_apart_by_their_values(
+    small_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every id hashed alike: every record is a candidate, read again, and only the true repeat is reported
+    spec, _ = ITEM_CORRUPTIONS["duplicate-item-id"]
+    corrupt(spec, small_bundle, tmp_path / "bundle")
+    whole = _summary(validate_bundle(tmp_path / "bundle", staged=False))
+    import numpy as np
+    import pandas as pd
+
+    reread: list[int] = []
+    real = staged_module._rows_at
+
+    def counted(state: Any, spec: Any, at: Any, columns: Any) -> Any:
+        reread.append(int(at.sum()))
+        return real(state, spec, at, columns)
+
+    monkeypatch.setattr(pd.util, "hash_array", lambda values, *a, **k: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(staged_module, "_rows_at", counted)
+    assert _summary(validate_bundle(tmp_path / "bundle")) == whole
+    items = len(_csv_column(tmp_path / "bundle" / "data" / "OrderItem.csv", "Id"))
+    assert reread == [items]
+    assert [f["rule"] for f in whole["findings"] if f["object"] == "OrderItem"].count(
+        "integrity.duplicate-id"
+    ) == 1
+
+
+def test_order_items_are_never_held_whole_and_the_cases_keep_only_theirs(small_bundle: Path) -> None:
+    import csv
+
+    run = start_validation(small_bundle, load_profile(str(SMALL_PROFILE)))
+    named: list[Any] = []
+    while run.done < len(run.steps):
+        run._run(run.done)
+        assert "OrderItem" not in run.frames
+        got = run.state.named.get(("Case", "OrderItem"))
+        if got is not None and not named:
+            named.append(got.copy())
+    assert run.finish().findings == []
+    assert run.state.named == {} and run.state.indexes == {}
+    # the rows kept: those of the items the cases name, in file order, read independently with the csv module
+    asked = set(_csv_column(small_bundle / "data" / "Case.csv", "OrderItemId__c")) - {""}
+    with open(small_bundle / "data" / "OrderItem.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    expected = [
+        (r["Id"], r["OrderId"], r["Product2Id"], n + 2) for n, r in enumerate(rows) if r["Id"] in asked
+    ]
+    assert named and 0 < len(expected) < len(rows)
+    kept = named[0]
+    assert list(zip(kept["Id"], kept["OrderId"], kept["Product2Id"], kept["_line"], strict=True)) == expected
+
+
+def test_a_bound_needing_every_order_item_reads_them_a_block_at_a_time(small_bundle: Path) -> None:
+    # a bound whose minimum is above 0 is broken by the items no case names: every item is read for it
+    import csv
+    from dataclasses import replace
+
+    profile = load_profile(str(SMALL_PROFILE))
+    bounds = {**profile.bounds, "Case": {**profile.bounds.get("Case", {}), "OrderItemId__c": (1, 1)}}
+    strict = replace(profile, bounds=bounds)
+    run = start_validation(small_bundle, strict)
+    assert any(s.streams == ("OrderItem",) and s.needs == ("Case", "OrderItem") for s in run.steps)
+    whole = _summary(validate_bundle(small_bundle, strict, staged=False))
+    assert _summary(validate_bundle(small_bundle, strict)) == whole
+    asked = set(_csv_column(small_bundle / "data" / "Case.csv", "OrderItemId__c"))
+    with open(small_bundle / "data" / "OrderItem.csv", newline="", encoding="utf-8") as fh:
+        unnamed = [n + 2 for n, r in enumerate(csv.DictReader(fh)) if r["Id"] not in asked]
+    found = [
+        f["line"]
+        for f in whole["findings"]
+        if f["rule"] == "integrity.cardinality" and f["object"] == "OrderItem"
+    ]
+    assert unnamed and found == unnamed
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=40),
+)
+@settings(max_examples=200, deadline=None)
+def test_repeated_marks_the_values_that_occur_twice_among_those_present(
+    cells: list[tuple[int, bool]],
+) -> None:
+    import numpy as np
+    import pandas as pd
+
+    h = np.array([v for v, _ in cells], dtype=np.uint64)
+    present = np.array([p for _, p in cells], dtype=bool)
+    got = staged_module._repeated(h, present)
+    at = np.flatnonzero(present)
+    expected = np.zeros(len(h), dtype=bool)
+    expected[at] = pd.Series(h[at]).duplicated(keep=False).to_numpy()
+    assert got.tolist() == expected.tolist()

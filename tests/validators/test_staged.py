@@ -529,3 +529,20 @@ def test_repeated_marks_the_values_that_occur_twice_among_those_present(
     expected = np.zeros(len(h), dtype=bool)
     expected[at] = pd.Series(h[at]).duplicated(keep=False).to_numpy()
     assert got.tolist() == expected.tolist()
+
+
+def test_rows_read_again_from_a_file_that_changed_are_one_error_naming_it(small_bundle: Path) -> None:
+    # the repeats' second reading expects the rows the first one counted: a file that now holds fewer is said
+    import numpy as np
+
+    from orgs.bundle import BundleError
+
+    run = start_validation(small_bundle, load_profile(str(SMALL_PROFILE)))
+    spec = run.data.model.get("OrderItem")
+    n = len(_csv_column(small_bundle / "data" / "OrderItem.csv", "Id"))
+    at = np.zeros(n, dtype=bool)
+    at[[0, n - 1]] = True
+    got = staged_module._rows_at(run.state, spec, at, ("Id",))
+    assert got["_line"].tolist() == [2, n + 1]  # the first and last records, at their lines
+    with pytest.raises(BundleError, match=r"data/OrderItem\.csv changed while it was validated"):
+        staged_module._rows_at(run.state, spec, np.ones(n + 3, dtype=bool), ("Id",))

@@ -388,9 +388,12 @@ def near_duplicates(
 def _products(raw: dict[str, pd.DataFrame]) -> list[Finding]:
     if not all(o in raw for o in ("Case", "OrderItem", "Product2")):
         return []
-    item_product = by_id(raw["OrderItem"], "Product2Id")
-    names = by_id(raw["Product2"], "Name")
-    cases = raw["Case"]
+    return case_products(raw["Case"], by_id(raw["OrderItem"], "Product2Id"), by_id(raw["Product2"], "Name"))
+
+
+def case_products(cases: pd.DataFrame, item_product: pd.Series, names: pd.Series) -> list[Finding]:
+    """`_products` of some cases (Id, _line, Subject, Description, OrderItemId__c), given each order item's
+    product and each product's name (by id): a case at a time, so the cases may come a block at a time."""
     product = cases["OrderItemId__c"].map(item_product)
     name = product.map(names)
     out = []

@@ -653,10 +653,15 @@ ITEM_SLICE = 1 << 20
 
 def _order_items(items: pd.DataFrame, entries: pd.DataFrame, orders: pd.DataFrame, emit: _Emit) -> None:
     """Each order item against its price book entry and its order's price book, ITEM_SLICE items at a time."""
-    e = entries.drop_duplicates("Id").set_index("Id")
-    book_of_order = by_id(orders, "Pricebook2Id")
+    e, book_of_order = item_lookups(entries, orders)
     for lo in range(0, len(items), ITEM_SLICE):
         _order_item_slice(items.iloc[lo : lo + ITEM_SLICE], e, book_of_order, emit)
+
+
+def item_lookups(entries: pd.DataFrame, orders: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """What `_order_item_slice` looks the items up in: the entries by Id (the first row of each) and each
+    order's price book."""
+    return entries.drop_duplicates("Id").set_index("Id"), by_id(orders, "Pricebook2Id")
 
 
 def _order_item_slice(items: pd.DataFrame, e: pd.DataFrame, book_of_order: pd.Series, emit: _Emit) -> None:

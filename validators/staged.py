@@ -206,6 +206,23 @@ def _per_object(state: _State, name: str) -> list[Step]:
     return steps
 
 
+def _each_block(
+    state: _State, name: str, columns: tuple[str, ...], each: Callable[[pd.DataFrame], None]
+) -> bool:
+    """Give `each` the blocks of `name`'s file (its `columns` and `_line`), ROW_CHUNK rows at a time, for a step
+    that reads the file itself (`Step.streams`). False when the file cannot be read (some blocks may have been
+    given): the object's own reading reports it, and the step then reports nothing, as the whole-org check
+    finds nothing without the object."""
+    if state.bundle is None:
+        return False
+    try:
+        for block in state.bundle.iter_raw(name, state.data.model.get(name), rows=ROW_CHUNK, columns=columns):
+            each(block)
+    except BundleError:
+        return False
+    return True
+
+
 def _named_rows(state: _State, target: str, frame: pd.DataFrame, fields: list[str]) -> pd.DataFrame | None:
     """The rows of `target` (a STREAMED object) whose Id is among the values of `frame`'s `fields`, in file
     order, with their Id, _line and NAMED_COLUMNS: read from its file a block at a time. What the checks of
@@ -213,9 +230,6 @@ def _named_rows(state: _State, target: str, frame: pd.DataFrame, fields: list[st
     about nothing else), a bound whose minimum is 0 (a parent no child names is within it), and the named
     rows' other fields. None when the file cannot be read: its own reading (its block steps) reports it, and
     the checks reading it find nothing, as when the whole org is read."""
-    bundle, model = state.bundle, state.data.model
-    if bundle is None:
-        return None
     # each value named, as the named rows' Id: the frame's own string, not another copy of it
     asked: dict[str, str] = {}
     for f in fields:
@@ -225,19 +239,20 @@ def _named_rows(state: _State, target: str, frame: pd.DataFrame, fields: list[st
     ids: list[str] = []
     kept = {c: PackedColumn() for c in columns}
     lines: list[np.ndarray] = []
-    try:
-        for block in bundle.iter_raw(target, model.get(target), rows=ROW_CHUNK, columns=("Id", *columns)):
-            names = block["Id"].tolist()
-            hit = np.fromiter(map(asked.__contains__, names), dtype=bool, count=len(names))
-            if not hit.any():
-                continue
-            at = np.flatnonzero(hit)
-            ids.extend(asked[names[k]] for k in at.tolist())
-            part = block.iloc[at]
-            for c in columns:
-                kept[c].add(part[c].tolist())
-            lines.append(part["_line"].to_numpy())
-    except BundleError:
+
+    def keep(block: pd.DataFrame) -> None:
+        names = block["Id"].tolist()
+        hit = np.fromiter(map(asked.__contains__, names), dtype=bool, count=len(names))
+        if not hit.any():
+            return
+        at = np.flatnonzero(hit)
+        ids.extend(asked[names[k]] for k in at.tolist())
+        part = block.iloc[at]
+        for c in columns:
+            kept[c].add(part[c].tolist())
+        lines.append(part["_line"].to_numpy())
+
+    if not _each_block(state, target, ("Id", *columns), keep):
         return None
     out = _frame(kept, lines) if ids else pd.DataFrame({c: [] for c in (*columns, "_line")}, dtype=object)
     out.insert(0, "Id", np.asarray(ids, dtype=object))
@@ -260,19 +275,16 @@ def _streamed_parent_bound(state: _State, name: str, fname: str, bound: tuple[in
         return Step("integrity", (name,), named, {name: (fname,)})
 
     def every(fr: Frames) -> list[Finding]:
-        frame, bundle = fr.get(name), state.bundle
-        if frame is None or bundle is None:
+        frame = fr.get(name)
+        if frame is None:
             return []
         counts = frame[fname].value_counts()
         out: list[Finding] = []
-        try:
-            for block in bundle.iter_raw(
-                parent, state.data.model.get(parent), rows=ROW_CHUNK, columns=("Id",)
-            ):
-                out.extend(integrity.bound_findings(name, fname, bound, parent, block, counts))
-        except BundleError:
-            return []  # unreadable: reported by its own reading
-        return out
+
+        def check(block: pd.DataFrame) -> None:
+            out.extend(integrity.bound_findings(name, fname, bound, parent, block, counts))
+
+        return out if _each_block(state, parent, ("Id",), check) else []
 
     return Step("integrity", (name, parent), every, {name: (fname,)}, streams=(parent,))
 
@@ -600,19 +612,18 @@ def plan(state: _State) -> list[Step]:
         # the cases' texts read from the file a block at a time: Case's held frame keeps none of them (at scale
         # 1,000, ~0.3 GB held from Case's first reading to here, as the second process's validation overlapped
         # the building process's task building, the tree's peak)
-        items, bundle = state.named.get(("Case", "OrderItem")), state.bundle
-        if items is None or "Product2" not in fr or bundle is None or not model.has("Case"):
-            return []  # (as `_products` without OrderItem, Product2 or Case)
+        items = state.named.get(("Case", "OrderItem"))
+        if items is None or "Product2" not in fr:
+            return []  # (as `_products` without OrderItem or Product2)
         item_product = rules.by_id(items, "Product2Id")
         names = rules.by_id(fr["Product2"], "Name")
         out: list[Finding] = []
+
+        def check(block: pd.DataFrame) -> None:
+            out.extend(text.case_products(block, item_product, names))
+
         columns = ("Id", "Subject", "Description", "OrderItemId__c")
-        try:
-            for block in bundle.iter_raw("Case", model.get("Case"), rows=ROW_CHUNK, columns=columns):
-                out.extend(text.case_products(block, item_product, names))
-        except BundleError:
-            return []  # unreadable: Case's own reading reports it, and the whole-org check then finds nothing
-        return out
+        return out if _each_block(state, "Case", columns, check) else []
 
     def order_items(fr: Frames) -> Blocks:
         # each order item against its entry and its order's book, and which orders have one, as OrderItem is read
@@ -623,14 +634,13 @@ def plan(state: _State) -> list[Step]:
         index = _id_index(state, "Order", orders)
         seen = np.zeros(len(index), dtype=bool)
         own = rules._Emit()  # its own: a check dropped unclosed leaves no finding behind
-        e = entries.drop_duplicates("Id").set_index("Id") if entries is not None else None
-        book_of_order = rules.by_id(orders, "Pricebook2Id") if e is not None else None
+        looked_up = rules.item_lookups(entries, orders) if entries is not None else None
 
         def feed(block: pd.DataFrame) -> None:
             at = index.get_indexer(block["OrderId"].to_numpy(dtype=object))
             seen[at[at >= 0]] = True
-            if e is not None and book_of_order is not None:
-                rules._order_item_slice(block, e, book_of_order, own)
+            if looked_up is not None:
+                rules._order_item_slice(block, *looked_up, own)
 
         def close() -> list[Finding]:
             at = index.get_indexer(orders["Id"].to_numpy(dtype=object))

@@ -102,8 +102,10 @@ class _State:
     bundle: Bundle | None = None
     emit: Any = field(default_factory=rules._Emit)
     cases: pd.DataFrame | None = None
-    # what `_offers` reads of the chats' and emails' texts, worked out as they were read
+    # the chats' and emails' messages as `_offers` reads them, worked out as they were read, against one
+    # numbering of the cases
     offers: dict[str, text.MessageOffers] = field(default_factory=dict)
+    case_issues: text.CaseIssues | None = None
     # (object, streamed object) → the rows of the streamed object the object's lookups name (`_named_rows`)
     named: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
     # an object's distinct ids, as an index the steps reading a streamed object's blocks look them up in
@@ -670,17 +672,21 @@ def plan(state: _State) -> list[Step]:
     def release_cases(fr: Frames) -> list[Finding]:
         state.cases = None
         state.offers.clear()
+        state.case_issues = None
         state.named.clear()
         state.indexes.clear()
         return []
 
     def message_offers(name: str) -> Callable[[Frames], Blocks]:
-        # the offers of the messages' texts, worked out as the object is read, so its frame is held without
-        # them (`_offers` returns early without the policies, the cases or the issues)
+        # the messages and their texts' offers, worked out as the object is read, so that the offers step
+        # holds neither its texts nor its frame (`_offers` returns early without the policies, the cases or
+        # the issues)
         def start(fr: Frames) -> Blocks:
             if data.policies is None or "Case" not in fr or "Issue__c" not in fr:
                 return Blocks(lambda block: None, list)
-            got = text.MessageOffers.start(name, data, fr["Case"], fr["Issue__c"])
+            if state.case_issues is None:  # one for the chats and the emails
+                state.case_issues = text.CaseIssues.of(fr["Case"], fr["Issue__c"])
+            got = text.MessageOffers.start(name, data, state.case_issues)
 
             def close() -> list[Finding]:
                 state.offers[name] = got
@@ -691,11 +697,11 @@ def plan(state: _State) -> list[Step]:
         return start
 
     def offers(fr: Frames) -> list[Finding]:
-        for name in text.MESSAGES:
-            read = all(n in fr for n in (name, "Case", "Issue__c")) and data.policies is not None
-            if read and name not in state.offers:
-                raise AssertionError(f"the offers of {name}'s texts were not worked out as it was read")
-        return text._offers(replace(data, raw=fr), state.offers)
+        try:
+            return text._offers(replace(data, raw=fr), state.offers)
+        finally:  # the last step to read them: not held through the history's steps
+            state.offers.clear()
+            state.case_issues = None
 
     for name in large:
         own = _per_object(state, name)
@@ -774,14 +780,9 @@ def plan(state: _State) -> list[Step]:
             steps.append(
                 Step(
                     "text",
-                    ("Case", "Issue__c", "EmailMessage", "LiveChatTranscript"),
+                    ("Case", "Issue__c"),
                     offers,
-                    {
-                        "Case": ("Id", "_line", "IssueId__c"),
-                        "Issue__c": ("Id", "Name"),
-                        "EmailMessage": ("Id", "_line", "ParentId", "Incoming"),
-                        "LiveChatTranscript": ("Id", "_line", "CaseId"),
-                    },
+                    {"Case": ("Id", "_line", "IssueId__c"), "Issue__c": ("Id", "Name")},
                     latent=("Case", "EmailMessage", "Issue__c"),
                 )
             )

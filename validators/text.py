@@ -512,18 +512,11 @@ def _policies(data: BundleData) -> list[Finding]:
 @dataclass(slots=True)
 class _Message:
     sobject: str
-    id: str
+    id: str | None
     line: int
     channel: str  # chat | email
-    body: str  # the text as written: an email's body, a chat's whole transcript ("" when `offers` is known)
     offer: bool  # latent: the message meant to carry the offer (emails), or the chat
-    offers: list[str] | None = None  # the remedies it offers, when worked out as the object was read
-
-    @property
-    def text(self) -> str:
-        """The agent's words: a chat's agent lines, taken when asked (`_offers` asks once per message, while
-        its case is checked; taken for every chat up front, they were ~35 MB of the step at scale 300)."""
-        return agent_lines(self.body) if self.channel == "chat" else self.body
+    offers: list[str]  # the remedies its text offers (worked out as its object was read: `MessageOffers`)
 
 
 def _allowed(remedy: str, days: int, policy: dict[str, int]) -> bool:
@@ -542,68 +535,99 @@ MESSAGES = {
 }
 
 
+_NO_OFFER: list[str] = []  # what a message offering nothing offers (one list for all; never changed)
+
+
+@dataclass
+class CaseIssues:
+    """Each case id's number (in the order the ids first come among the cases) and, by number, the name of the
+    case's issue (as `_offers` takes it: a repeated id's last row), for `MessageOffers`."""
+
+    code: dict[str, int]
+    names: list[str | None]
+
+    @classmethod
+    def of(cls, cases: pd.DataFrame, issues: pd.DataFrame) -> CaseIssues:
+        issue_name = dict(zip(issues["Id"].tolist(), issues["Name"].tolist(), strict=True))
+        code: dict[str, int] = {}
+        names: list[str | None] = []
+        for cid, issue in zip(cases["Id"].tolist(), cases["IssueId__c"].tolist(), strict=True):
+            if not isinstance(cid, str):
+                continue  # no message names a case without an id
+            k = code.setdefault(cid, len(names))
+            if k == len(names):
+                names.append(issue_name.get(issue))
+            else:
+                names[k] = issue_name.get(issue)
+        return cls(code, names)
+
+
 @dataclass
 class MessageOffers:
-    """What `_offers` reads of a message object's texts (the chats' transcripts, the emails' bodies), worked
-    out a block of rows at a time as the object is read (`feed`), so the texts need not be held: by record
-    position, the remedies each agent-written message of a case offers (`offered` of the agent's words, for
-    its case's issue name), when it offers some, and the ones without a text (which `_offers` does not
-    count as messages). The positions are kept in arrays, not as objects: a few objects kept from every
-    block, among the many let go, would pin the memory of those let go."""
+    """The agent-written messages of one message object (the chats, or the outgoing emails) that name a case
+    among `cases` and have a text, as `_offers` reads them, worked out a block of rows at a time as the object is
+    read (`feed`), so neither their texts nor their frame need be held: per message, in record order, its case's
+    number, its line, its id and the remedies its text offers (`offered` of the agent's words, for its case's
+    issue name). Held in arrays, not as objects (a few objects kept from every block, among the many let go,
+    would pin the memory of those let go; at scale 300 the frames and per-message arrays these replace were
+    ~200 MB of the offers step): an id is its UTF-8 bytes in `ids`, ending at `ends` (no bytes: no id)."""
 
     sobject: str
     phrases: dict[str, str]
-    case_issue: dict[str, str | None]  # case id → its issue's name
-    positions: array[int] = dc_field(default_factory=lambda: array("q"))  # of the messages offering some
-    codes: array[int] = dc_field(default_factory=lambda: array("q"))  # index into `kinds`, per position
-    kinds: list[list[str]] = dc_field(default_factory=list)  # the distinct lists of remedies offered
-    codes_of: dict[tuple[str, ...], int] = dc_field(default_factory=dict)  # a list of `kinds` → its index
-    textless: array[int] = dc_field(default_factory=lambda: array("q"))
-    rows: int = 0
+    cases: CaseIssues
+    case: array[int] = dc_field(default_factory=lambda: array("i"))  # its case's number
+    line: array[int] = dc_field(default_factory=lambda: array("q"))
+    ends: array[int] = dc_field(default_factory=lambda: array("q"))  # where its id ends in `ids`
+    ids: bytearray = dc_field(default_factory=bytearray)
+    codes: array[int] = dc_field(default_factory=lambda: array("i"))  # index into `kinds`
+    kinds: list[list[str]] = dc_field(default_factory=lambda: [_NO_OFFER])  # the distinct lists of remedies
+    codes_of: dict[tuple[str, ...], int] = dc_field(default_factory=lambda: {(): 0})  # a list → its index
 
     @classmethod
-    def start(
-        cls, sobject: str, data: BundleData, cases: pd.DataFrame, issues: pd.DataFrame
-    ) -> MessageOffers:
+    def start(cls, sobject: str, data: BundleData, cases: CaseIssues) -> MessageOffers:
         phrases, _ = _phrases(data)
-        names = dict(zip(issues["Id"].tolist(), issues["Name"].tolist(), strict=True))
-        case_issue = {
-            cid: names.get(issue)
-            for cid, issue in zip(cases["Id"].tolist(), cases["IssueId__c"].tolist(), strict=True)
-        }
-        return cls(sobject, phrases, case_issue)
+        return cls(sobject, phrases, cases)
 
     def feed(self, block: pd.DataFrame) -> None:
         case_column, text_column, channel = MESSAGES[self.sobject]
-        first = self.rows
-        self.rows += len(block)
         rows = (
             np.flatnonzero((block["Incoming"] == "false").to_numpy()).tolist()
             if channel == "email"
             else range(len(block))
         )
+        code, names = self.cases.code, self.cases.names
         cases, texts = block[case_column].to_numpy(), block[text_column].to_numpy()
+        ids, lines = block["Id"].to_numpy(), block["_line"].to_numpy()
         for pos in rows:
             case, body = cases[pos], texts[pos]
-            if not isinstance(case, str) or case not in self.case_issue:
-                continue  # not a message of any case `_offers` looks at
-            if not isinstance(body, str):
-                self.textless.append(first + pos)
-                continue
-            got = offered(
-                agent_lines(body) if channel == "chat" else body, self.phrases, self.case_issue[case]
-            )
-            if got:
-                code = self.codes_of.setdefault(tuple(got), len(self.kinds))
-                if code == len(self.kinds):
-                    self.kinds.append(got)
-                self.positions.append(first + pos)
-                self.codes.append(code)
+            k = code.get(case, -1) if isinstance(case, str) else -1
+            if k < 0 or not isinstance(body, str):
+                continue  # not a message of any case `_offers` looks at, or no message (no text)
+            got = offered(agent_lines(body) if channel == "chat" else body, self.phrases, names[k])
+            kind = self.codes_of.setdefault(tuple(got), len(self.kinds))
+            if kind == len(self.kinds):
+                self.kinds.append(got)
+            rid = ids[pos]
+            if isinstance(rid, str):
+                self.ids += rid.encode("utf-8", "surrogatepass")
+            self.case.append(k)
+            self.line.append(int(lines[pos]))
+            self.ends.append(len(self.ids))
+            self.codes.append(kind)
+
+    def __len__(self) -> int:
+        return len(self.case)
+
+    def id(self, i: int) -> str | None:
+        """Message `i`'s id."""
+        start = self.ends[i - 1] if i else 0
+        end = self.ends[i]
+        return self.ids[start:end].decode("utf-8", "surrogatepass") if end > start else None
 
 
 def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> list[Finding]:
-    """The latent offers and violations against the texts. `read`: the offers of these objects' messages
-    were worked out as they were read (`MessageOffers`), and their frames may lack the texts."""
+    """The latent offers and violations against the texts. `read`: the messages of these objects, worked out
+    as they were read (`MessageOffers`); their frames are not read (a staged run does not hold them)."""
     latent = data.latent.get("Case")
     if latent is None or data.policies is None or not data.has("Case", "Issue__c"):
         return []
@@ -613,7 +637,6 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
         issue_key = dict(
             zip(data.latent["Issue__c"]["Id"], data.latent["Issue__c"]["_issue_key"], strict=True)
         )
-    issue_name = dict(zip(data.raw["Issue__c"]["Id"], data.raw["Issue__c"]["Name"], strict=True))
     case_frame = data.raw["Case"]
     # case id → (its issue id, its line): a tuple per case, not a dict (~40 MB less at scale 300)
     cases = dict(
@@ -624,18 +647,6 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
         )
     )
     messages = _messages(data, read or {})
-    # message id → the remedies its text offers, computed once per case (a message is one case's): kept for
-    # every message of the org, they were ~100 MB of the validation's peak at scale 300
-    offers: dict[str, list[str]] = {}
-
-    def offers_of(m: _Message, name: str | None) -> list[str]:
-        if m.offers is not None:
-            return m.offers
-        got = offers.get(m.id)
-        if got is None:
-            got = offers[m.id] = offered(m.text, phrases, name)
-        return got
-
     policy_of: dict[str | None, dict[str, int] | None] = {}
     wanted = ["Id", "_line", "_offer_channel", "_offer_remedy", "_violation", "_days_since_purchase"]
     out: list[Finding] = []
@@ -643,7 +654,6 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
     for values, at in zip(zip(*columns, strict=True), messages.codes(columns[0]), strict=True):
         row = dict(zip(wanted, values, strict=True))
         cid = row["Id"]
-        offers.clear()
         case = cases.get(cid)
         if case is None:
             continue
@@ -685,11 +695,10 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
                 )
             )
         case_messages = messages.of(at)
-        name = issue_name.get(case_issue)
         # The labelled offer is written in its channel.
         if remedy != "none" and channel in ("chat", "email") and remedy in phrases:
             carriers = [m for m in case_messages if m.channel == channel]
-            if not any(remedy in offers_of(m, name) for m in carriers):
+            if not any(remedy in m.offers for m in carriers):
                 target = next((m for m in carriers if m.offer), None)
                 loc: dict[str, Any] = (
                     dict(
@@ -708,14 +717,14 @@ def _offers(data: BundleData, read: dict[str, MessageOffers] | None = None) -> l
                         "text.offer-missing",
                         f"Case {cid} is labelled with a {label} offer of {phrases[remedy]!r} in its {channel}, but no "
                         f"agent {'line' if channel == 'chat' else 'email'} of the case uses that phrase"
-                        f"{' (searched ' + ', '.join(m.id for m in carriers) + ')' if carriers else ' (the case has no ' + channel + ')'}.",
+                        f"{' (searched ' + ', '.join(m.id or '(no id)' for m in carriers) + ')' if carriers else ' (the case has no ' + channel + ')'}.",
                         **loc,
                     )
                 )
         # A case labelled clean makes no forbidden offer.
         if not violation:
             for m in case_messages:
-                bad = [r for r in offers_of(m, name) if not _allowed(r, days, policy)]
+                bad = [r for r in m.offers if not _allowed(r, days, policy)]
                 for r in bad:
                     out.append(
                         finding(
@@ -737,122 +746,73 @@ def _text_field(m: _Message) -> str:
     return MESSAGES[m.sobject][1]
 
 
-_NO_OFFER: list[str] = []  # what a message offering nothing offers (one list for all; never changed)
-
-
 class _CaseMessages:
-    """Every agent-written message of every case (`_messages`), held as arrays sorted by case rather than as a
-    `_Message` per message in a list per case: `of(k)` makes case `k`'s messages when `_offers` checks it (at
-    scale 1,000, ~2 M messages held as objects were most of the step's ~960 MB over what it started from)."""
+    """Every agent-written message of every case (`_messages`): the objects' `MessageOffers` and, by case, the
+    messages' places among them; `of(k)` makes case `k`'s messages when `_offers` checks it (at scale 1,000,
+    ~2 M messages held as objects were most of the step's ~960 MB over what it started from)."""
 
-    def __init__(self, parts: list[dict[str, np.ndarray]]) -> None:
-        def joined(key: str, dtype: Any = object) -> np.ndarray:
-            arrays = [p[key] for p in parts]
-            return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
-
-        codes, uniques = pd.factorize(joined("case"))
+    def __init__(self, read: list[MessageOffers], carriers: set[str]) -> None:
+        self.read, self.carriers = read, carriers
+        self.code: dict[str, int] = read[0].cases.code if read else {}
+        if any(done.cases is not read[0].cases for done in read):
+            raise ValueError("the message objects were read against different cases")
+        cases = np.concatenate(
+            [np.frombuffer(done.case, dtype=np.int32) for done in read] or [np.empty(0, dtype=np.int32)]
+        )
         # by case, each case's messages in the order they were read (the chats, then the emails; each in
         # record order), as appending them to a list per case orders them
-        order = np.argsort(codes, kind="stable")
-        self.cases = pd.Index(uniques, dtype=object)
-        self.bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-        self.sobject = joined("sobject", np.int8)[order]
-        self.id = joined("id")[order]
-        self.line = joined("line", np.int64)[order]
-        self.body = joined("body")[order]
-        self.offer = joined("offer", bool)[order]
-        self.offers = joined("offers")[order]
+        self.order = np.argsort(cases, kind="stable")
+        self.bounds = np.searchsorted(cases[self.order], np.arange(len(self.code) + 1))
+        self.starts = np.cumsum([0, *(len(done) for done in read)])
 
     def codes(self, case_ids: list[Any]) -> list[int]:
-        """Each case id's number for `of` (-1: the case has no message)."""
-        if not len(self.cases):
-            return [-1] * len(case_ids)
-        return self.cases.get_indexer(pd.Index(case_ids, dtype=object)).tolist()
+        """Each case id's number for `of` (-1: no message names the case)."""
+        code = self.code
+        return [code.get(c, -1) if isinstance(c, str) else -1 for c in case_ids]
 
     def of(self, k: int) -> list[_Message]:
         """Case `k`'s messages (none for -1)."""
         if k < 0:
             return []
         out = []
-        for i in range(int(self.bounds[k]), int(self.bounds[k + 1])):
-            name = _MESSAGE_OBJECTS[self.sobject[i]]
-            channel = MESSAGES[name][2]
+        for g in self.order[int(self.bounds[k]) : int(self.bounds[k + 1])].tolist():
+            s = int(np.searchsorted(self.starts, g, side="right")) - 1
+            done, i = self.read[s], g - int(self.starts[s])
+            channel = MESSAGES[done.sobject][2]
+            rid = done.id(i)
             out.append(
                 _Message(
-                    name,
-                    self.id[i],
-                    int(self.line[i]),
+                    done.sobject,
+                    rid,
+                    done.line[i],
                     channel,
-                    self.body[i],
-                    bool(self.offer[i]),
-                    self.offers[i],
+                    channel == "chat" or rid in self.carriers,
+                    done.kinds[done.codes[i]],
                 )
             )
         return out
 
 
-_MESSAGE_OBJECTS = list(MESSAGES)
-
-
 def _messages(data: BundleData, read: dict[str, MessageOffers]) -> _CaseMessages:
-    """Every agent-written message of every case: chat transcripts (their agent lines) and outgoing emails;
-    for the objects in `read`, their offers as worked out then, not their texts."""
-    parts: list[dict[str, np.ndarray]] = []
+    """Every agent-written message of every case: chat transcripts (their agent lines) and outgoing emails.
+    The objects in `read` were worked out as they were read (their frames are not read); the others are
+    worked out here from their frames."""
     # the emails meant to carry their case's offer (an id's last latent row says): a set of those, not a
     # kind per email (~100 MB less at scale 300)
     carriers: set[str] = set()
     latent = data.latent.get("EmailMessage")
-    if latent is not None and "_kind" in latent.columns and "EmailMessage" in data.raw:
+    if latent is not None and "_kind" in latent.columns and "EmailMessage" in (*data.raw, *read):
         last = latent.drop_duplicates("Id", keep="last")
         carriers = set(last["Id"][(last["_kind"] == "agent_offer").to_numpy()].tolist())
-    for code, (sobject, (case_column, text_column, channel)) in enumerate(MESSAGES.items()):
-        frame = data.raw.get(sobject)
-        if frame is None:
-            continue
-        if channel == "email":
-            frame = frame[(frame["Incoming"] == "false").to_numpy()]
-        offers = np.full(len(frame), None, dtype=object)
+    cases = next((done.cases for done in read.values()), None)
+    sources = []
+    for sobject in MESSAGES:
         done = read.get(sobject)
+        if done is None and sobject in data.raw and data.has("Case", "Issue__c"):
+            if cases is None:
+                cases = CaseIssues.of(data.raw["Case"], data.raw["Issue__c"])
+            done = MessageOffers.start(sobject, data, cases)
+            done.feed(data.raw[sobject])
         if done is not None:
-            if done.rows != len(data.raw[sobject]):
-                raise ValueError(
-                    f"{sobject}: {done.rows} rows were read for their offers, {len(data.raw[sobject])} are held"
-                )
-            # the record positions: a held frame's index counts its rows from 0
-            positions = frame.index.to_numpy().astype(np.int64)
-            textless = np.isin(positions, np.asarray(done.textless, dtype=np.int64))
-            texts = np.full(len(frame), "", dtype=object)
-            texts[textless] = None
-            offers.fill(_NO_OFFER)  # one list for all (`fill` stores the object, never its items)
-            # each held row's place among the positions offering something (one per record; -1: none)
-            at = pd.Index(np.asarray(done.positions, dtype=np.int64)).get_indexer(positions)
-            hit = np.flatnonzero(at >= 0)
-            kinds = np.asarray(done.codes, dtype=np.int64)[at[hit]]
-            for k, c in zip(hit.tolist(), kinds.tolist(), strict=True):
-                offers[k] = done.kinds[c]
-        else:
-            texts = frame[text_column].to_numpy()
-        cases = frame[case_column].to_numpy()
-        valid = np.fromiter(
-            (isinstance(c, str) and isinstance(t, str) for c, t in zip(cases, texts, strict=True)),
-            dtype=bool,
-            count=len(frame),
-        )
-        ids = frame["Id"].to_numpy()[valid]
-        offer = (
-            np.ones(len(ids), dtype=bool)
-            if channel == "chat"
-            else np.fromiter((rid in carriers for rid in ids), dtype=bool, count=len(ids))
-        )
-        parts.append(
-            {
-                "sobject": np.full(len(ids), code, dtype=np.int8),
-                "id": ids,
-                "line": frame["_line"].to_numpy()[valid].astype(np.int64),
-                "case": cases[valid],
-                "body": texts[valid],
-                "offer": offer,
-                "offers": offers[valid],
-            }
-        )
-    return _CaseMessages(parts)
+            sources.append(done)
+    return _CaseMessages(sources, carriers)

@@ -167,6 +167,76 @@ def test_history_rows_against_their_case_as_restated(
     assert {(rule, record) for rule, record in got if rule in kinds} == want
 
 
+USERS = [None, "005A", "005B"]
+assignment_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "CaseId__c": st.sampled_from([None, *CASE_IDS, "500Z"]),
+            "NewValue__c": st.sampled_from(USERS),
+            "CreatedDate": datetimes,
+            "_line": st.integers(2, 4),
+        }
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_rows, st.lists(st.sampled_from(USERS), min_size=5, max_size=5), assignment_rows)
+@example(  # two assignments at one time: the later line is the last, whatever their order in the file
+    [{"Id": "500A", "CreatedDate": T1, "ClosedDate": None, "Status": "New"}],
+    ["005A", None, None, None, None],
+    [
+        {"CaseId__c": "500A", "NewValue__c": "005A", "CreatedDate": T2, "_line": 4},
+        {"CaseId__c": "500A", "NewValue__c": "005B", "CreatedDate": T2, "_line": 3},
+    ],
+)
+def test_cases_owned_by_their_last_assignee_as_restated(
+    cases: list[dict[str, Any]], owners: list[Any], history: list[dict[str, Any]]
+) -> None:
+    """`rules.history-owner`: a case row whose OwnerId is not the NewValue__c of the last `Owner Assignment` row
+    of its case id (by time, unparsable last, then line, then file order), when it has one with a value."""
+    frame = pd.DataFrame(cases, columns=["Id", "CreatedDate", "ClosedDate", "Status"], dtype=object).assign(
+        AccountId=None,
+        ContactId=None,
+        OwnerId=pd.Series(owners[: len(cases)], dtype=object),
+        OrderItemId__c=None,
+    )
+    frame["_line"] = range(2, len(cases) + 2)
+    hist = pd.DataFrame(
+        {
+            "Id": [f"a1N{i}" for i in range(len(history))],
+            "CaseId__c": [h["CaseId__c"] for h in history],
+            "Field__c": "Owner Assignment",
+            "OldValue__c": None,
+            "NewValue__c": [h["NewValue__c"] for h in history],
+            "CreatedDate": [h["CreatedDate"] for h in history],
+        },
+        dtype=object,
+    ).assign(_line=[h["_line"] for h in history])
+    emit = rules._Emit()
+    rules._history(hist, rules._cases(frame, SPAN_END, rules._Emit()), emit)
+    got = sorted((f.line, f.message) for f in emit.out if f.rule == "rules.history-owner")
+
+    def order(i: int) -> tuple[Any, ...]:
+        when = _when(history[i]["CreatedDate"])
+        return (when is None, when or datetime.min, history[i]["_line"], i)
+
+    want = []
+    for k, case in enumerate(cases):
+        mine = sorted((i for i, h in enumerate(history) if h["CaseId__c"] == case["Id"]), key=order)
+        last = history[mine[-1]]["NewValue__c"] if mine else None
+        owner = owners[k]
+        if last is not None and owner != last:
+            want.append(
+                (
+                    k + 2,
+                    f"Case {case['Id']} is owned by {owner or '(nobody)'}, but its last `Owner Assignment` in CaseHistory__c gives it to {last}; OwnerId must be the last assignee.",
+                )
+            )
+    assert got == sorted(want)
+
+
 ITEM_IDS = ["802A", "802B", "802C", "802D"]
 ORDER_IDS = ["801A", "801B", "801C"]
 ACCOUNTS = [None, "001A", "001B"]
@@ -244,3 +314,39 @@ def test_cases_against_their_orders_customer_and_date_as_restated(
         if created is not None and day > created.replace(hour=0, minute=0, second=0, microsecond=0):
             late.append(("rules.order-after-case", case["Id"], line))
     assert got == other + late
+
+
+keys = st.sampled_from(["500B", "500A", "500C", None, "500AA"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(keys, st.sampled_from([None, 1, 2, 3]), st.integers(0, 3)), max_size=12))
+def test_the_history_order_is_a_stable_sort_of_key_time_and_line(drawn: list[tuple[Any, Any, int]]) -> None:
+    """`_sorted_order` (from the keys' numbers) is the order pandas' stable sort of the three columns gives,
+    a missing key or time after the others."""
+    k = pd.Series([d[0] for d in drawn], dtype=object).to_numpy()
+    t = pd.to_datetime([f"2020-01-0{d[1]}" if d[1] else None for d in drawn]).to_numpy()
+    lines = pd.Series([d[2] for d in drawn], dtype="int64").to_numpy()
+    want = pd.DataFrame({"k": k, "t": t, "l": lines}).sort_values(["k", "t", "l"], kind="stable").index
+    assert rules._sorted_order(k, t, lines).tolist() == want.tolist()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(keys, st.integers(0, 5)), max_size=6), st.lists(keys, max_size=8))
+def test_each_rows_case_span_is_a_left_joins(cases: list[tuple[Any, int]], named: list[Any]) -> None:
+    """`_case_span` (a lookup in an index of the case ids) gives what a left join of the rows' keys on the
+    cases' first row per id gives, a row without a key joined to a case without an id as pandas joins them."""
+    frame = pd.DataFrame({"k": pd.Series(named, dtype=object)})
+    c = pd.DataFrame(
+        {
+            "Id": pd.Series([i for i, _ in cases], dtype=object),
+            "_created": pd.to_datetime([f"2020-01-0{d + 1}" if d < 4 else None for _, d in cases]),
+            "_end": pd.to_datetime([f"2020-02-0{d + 1}" for _, d in cases]),
+        }
+    )
+    first = c.drop_duplicates("Id").add_prefix("c_")
+    m = frame.merge(first, left_on="k", right_on="c_Id", how="left", indicator=True)
+    joined, created, end = rules._case_span(frame, "k", c)
+    assert joined.tolist() == (m["_merge"] == "both").tolist()
+    assert pd.Series(created).equals(pd.Series(m["c__created"].to_numpy()))
+    assert pd.Series(end).equals(pd.Series(m["c__end"].to_numpy()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -34,31 +35,64 @@ def _tokens(text: object) -> set[str]:
 
 
 class _Groups:
-    """The positions of each key's rows in a column, in row order, as `groupby(...).indices` gives them (rows
-    whose key is missing are in no group), held as one array of positions sorted by key and each key's slice of
-    it: not an array object and a dict entry per key (at scale 1,000, ~196,000 accounts, twice)."""
+    """The positions of each number's rows in an array of numbers (-1: in no group), in row order, held as
+    one array of positions sorted by number and each number's slice of it: not an array object and a dict
+    entry per key (at scale 1,000, ~196,000 accounts, twice)."""
 
-    def __init__(self, keys: np.ndarray) -> None:
-        codes, uniques = pd.factorize(keys)  # missing keys: code -1
-        counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
-        self._ends = np.cumsum(counts)
-        # the missing keys' rows (code -1) sort first
-        self._rows = np.argsort(codes, kind="stable")[np.count_nonzero(codes < 0) :]
-        self._code = pd.Index(uniques)
+    def __init__(self, codes: np.ndarray, size: int) -> None:
+        self._ends = np.cumsum(np.bincount(codes[codes >= 0], minlength=size))
+        # the rows in no group (number -1) sort first
+        self._rows = np.argsort(codes, kind="stable")[np.count_nonzero(codes < 0) :].astype(np.int32)
 
-    def get(self, key: Any) -> np.ndarray | None:
-        """The key's positions, or None for a key with no row."""
-        try:
-            at = self._code.get_loc(key)  # an int: the keys are distinct
-        except KeyError:
+    def get(self, code: int) -> np.ndarray | None:
+        """The number's positions, or None for a number with no row."""
+        if not 0 <= code < len(self._ends):
             return None
-        return self._rows[(self._ends[at - 1] if at else 0) : self._ends[at]]
+        start, end = (int(self._ends[code - 1]) if code else 0), int(self._ends[code])
+        return self._rows[start:end] if end > start else None
 
-    def __getitem__(self, key: Any) -> np.ndarray:
-        rows = self.get(key)
+    def __getitem__(self, code: int) -> np.ndarray:
+        rows = self.get(code)
         if rows is None:
-            raise KeyError(key)
+            raise KeyError(code)
         return rows
+
+
+_EPOCH = date(1970, 1, 1)
+_NO_DAY = np.iinfo(np.int32).min  # an order without a date: no day a question asks about
+
+
+@dataclass
+class _Purchases:
+    """Every order item as NED reads it, in numbers rather than strings (at scale 1,000, 7.1 M items: ~330 MB
+    as strings' pointers and 8-byte dates, about half as numbers): per item, its account's number (-1: its
+    order has none, or it has no order) and its product's; the activated ones' accounts, days (since
+    1970-01-01) and products; and each account's positions among both."""
+
+    accounts: pd.Index  # number → account id
+    products: np.ndarray  # number → product id, then None (number -1)
+    bought_accounts: np.ndarray  # int32
+    bought_days: np.ndarray  # int32
+    bought_products: np.ndarray  # int32
+    by_account: _Groups  # account number → its positions among the activated items
+    ever_products: np.ndarray  # int32, every item's product
+    ever_by_account: _Groups  # account number → its positions among every item
+
+    def account(self, account_id: Any) -> int:
+        """The account's number (-1: no item's order names it)."""
+        if not isinstance(account_id, str):
+            return -1
+        try:
+            return int(self.accounts.get_loc(account_id))
+        except KeyError:
+            return -1
+
+    def product(self, codes: np.ndarray) -> list[Any]:
+        return self.products[codes].tolist()
+
+
+def _day(when: date) -> int:
+    return (when - _EPOCH).days
 
 
 def _ned_index(data: OrgData) -> dict[str, Any]:
@@ -76,26 +110,33 @@ def _ned_index(data: OrgData) -> dict[str, Any]:
     # per order item: its order's position (-1: none) and its product
     order, product = data.item_links()
     found = order >= 0
-    # per order item: its order's AccountId (NaN without an order, as `map` gives it) and whether the order
-    # is Activated
-    account = np.where(found, orders["AccountId"].to_numpy()[order], np.nan)
-    activated = found & (orders["Status"].to_numpy()[order] == "Activated")
-    # the activated purchases: per item, its account, its order's date (day precision: `tolist` gives
-    # `datetime.date`s, 8 bytes each held rather than a date object) and its product
+    at = np.maximum(order, 0)
+    # per order: its account's number (-1: none); per item: its order's account's (-1: no order) and whether
+    # the order is Activated
+    order_account, accounts = pd.factorize(orders["AccountId"].to_numpy(dtype=object))
+    account = np.where(found, order_account.take(at), -1).astype(np.int32)
+    activated = found & (orders["Status"].to_numpy(dtype=object).take(at) == "Activated")
+    del order_account
+    codes, products = pd.factorize(product)
+    codes = codes.astype(np.int32)
+    dates = orders["EffectiveDate"].to_numpy(dtype="datetime64[D]").take(order[activated])
+    days = np.where(np.isnat(dates), _NO_DAY, dates.astype(np.int64)).astype(np.int32)
+    del dates
     bought_accounts = account[activated]
-    bought_dates = orders["EffectiveDate"].to_numpy(dtype="datetime64[D]")[order[activated]]
     contact_account = dict(zip(data.contacts["Id"], data.contacts["AccountId"], strict=True))
     data.cache["ned"] = {
         "text": text_tokens,
         "name": name_tokens,
-        # account -> the positions of its activated purchases, in frame order (rows without an account in none)
-        "by_account": _Groups(bought_accounts),
-        "bought_accounts": bought_accounts,
-        "bought_dates": bought_dates,
-        "bought_products": product[activated],
-        # account -> the positions in `ever_products` of everything it ordered, any status
-        "ever_by_account": _Groups(account),
-        "ever_products": product,
+        "purchases": _Purchases(
+            accounts=pd.Index(accounts, dtype=object),
+            products=np.concatenate([np.asarray(products, dtype=object), np.array([None], dtype=object)]),
+            bought_accounts=bought_accounts,
+            bought_days=days,
+            bought_products=codes[activated],
+            by_account=_Groups(bought_accounts, len(accounts)),
+            ever_products=codes,
+            ever_by_account=_Groups(account, len(accounts)),
+        ),
         "contact_account": contact_account,
     }
     return data.cache["ned"]
@@ -116,12 +157,12 @@ def solve_named_entity(data: OrgData, params: dict[str, Any]) -> Solution:
     day = _back(today, params["period"], int(params["interval_count"]))
     term = _tokens(params["ambiguous_product_name"])
     matches = {pid for pid, toks in ix["text"].items() if term and term <= toks}
-    account = ix["contact_account"].get(params["contact_id"])
-    rows = ix["by_account"].get(account)
+    bought: _Purchases = ix["purchases"]
+    rows = bought.by_account.get(bought.account(ix["contact_account"].get(params["contact_id"])))
     if rows is None:
         return Solution(None, [])
-    purchases = zip(ix["bought_dates"][rows].tolist(), ix["bought_products"][rows].tolist(), strict=True)
-    hit = sorted({prod for when, prod in purchases if when == day and prod in matches})
+    on_day = rows[bought.bought_days[rows] == _day(day)]
+    hit = sorted({prod for prod in bought.product(bought.bought_products[on_day]) if prod in matches})
     if not hit:
         return Solution(None, [])
     return Solution(hit[0], hit, None, tie=len(hit) > 1, tied=hit if len(hit) > 1 else [])
@@ -148,21 +189,23 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
     all_products = sorted(names)
     # the purchases drawn are read one at a time, not made lists of every purchase first (at scale 1,000 the
     # dates alone would be ~6 M date objects, for the ~100 drafts drawn); a purchase reads as the lists' item
-    accounts, dates, products = (ix[f"bought_{c}"] for c in ("accounts", "dates", "products"))
+    bought: _Purchases = ix["purchases"]
     drafts, requests = [], []
     for k in range(n):
         real = k % 10 < 7
-        row = rng.randrange(len(products))
-        account = accounts[row]
+        row = rng.randrange(len(bought.bought_products))
+        code = int(bought.bought_accounts[row])
+        account = bought.accounts[code] if code >= 0 else None
         # everything the contact ever ordered, any status
-        mine = set(ix["ever_products"][ix["ever_by_account"][account]].tolist())
+        mine = set(bought.product(bought.ever_products[bought.ever_by_account[code]]))
+        bought_on = _EPOCH + timedelta(days=int(bought.bought_days[row]))
         if real:
-            product = products[row]
-            day = dates[row].item()
+            product = bought.product(bought.bought_products[row : row + 1])[0]
+            day = bought_on
         else:
             others = [p for p in all_products if p not in mine]
             product = rng.choice(others)
-            day = dates[row].item() + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
+            day = bought_on + timedelta(days=rng.choice([-3, -1, 1, 2, 5]))
         period = rng.choice(["day", "day", "week", "month"])
         count = {"day": rng.randint(1, 30), "week": rng.randint(1, 8), "month": rng.randint(1, 6)}[period]
         if period == "month":

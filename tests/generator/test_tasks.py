@@ -575,22 +575,26 @@ def test_the_builders_never_hold_order_items_or_history_whole(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["001a", "001b", "001c", "", None, float("nan")]), max_size=40))
 def test_ned_groups_are_pandas_groupby_indices(keys: list[Any]) -> None:
-    # the NED index's groups (one sorted array and each key's slice) give what `groupby(...).indices` gave:
-    # each key's positions in row order, no group for a missing key, KeyError from [] for a key without rows
+    # the NED index's groups (one sorted array and each key's number's slice) give what `groupby(...).indices`
+    # gives: each key's positions in row order, no group for a missing key, KeyError from [] for a key without
+    # rows (the keys are numbered as the index numbers the accounts: `pd.factorize`, -1 for a missing one)
     from generator.tasks.named_entity_disambiguation import _Groups
 
     column = np.asarray(keys, dtype=object)
     want = pd.DataFrame({"k": column}).groupby("k", sort=False).indices
-    got = _Groups(column)
+    codes, uniques = pd.factorize(column)
+    got = _Groups(codes.astype(np.int32), len(uniques) + 1)  # one number more than the keys: it has no rows
+    number = {key: k for k, key in enumerate(uniques)}
     for key in ["001a", "001b", "001c", "", "001z", None]:
-        rows = got.get(key)
+        code = number.get(key, len(uniques) if key == "001z" else -1)
+        rows = got.get(code)
         if key in want:
             assert (
                 rows is not None
                 and rows.tolist() == want[key].tolist()
-                and got[key].tolist() == rows.tolist()
+                and got[code].tolist() == rows.tolist()
             )
         else:
             assert rows is None
             with pytest.raises(KeyError):
-                got[key]
+                got[code]

@@ -552,3 +552,28 @@ def test_rows_read_again_from_a_file_that_changed_are_one_error_naming_it(small_
     assert got["_line"].tolist() == [2, n + 1]  # the first and last records, at their lines
     with pytest.raises(BundleError, match=r"data/OrderItem\.csv changed while it was validated"):
         staged_module._rows_at(run.state, spec, np.ones(n + 3, dtype=bool), ("Id",))
+
+
+def test_the_offers_step_holds_neither_the_chats_nor_the_emails_and_lets_their_messages_go(
+    small_bundle: Path,
+) -> None:
+    # the chats' and emails' messages (case, line, id, offers) are worked out as each object is read: the step
+    # checking the offers against the latent labels holds neither object's frame, and once it has run nothing
+    # of their messages is left for the history's steps after it
+    run = start_validation(small_bundle, load_profile(str(SMALL_PROFILE)))
+    checked = 0
+    while run.done < len(run.steps):
+        step = run.steps[run.done]
+        offers = step.family == "text" and "EmailMessage" in step.latent
+        if offers:
+            assert set(run.state.offers) == {"LiveChatTranscript", "EmailMessage"}
+            assert (
+                len(run.state.offers["EmailMessage"]) > 0 and len(run.state.offers["LiveChatTranscript"]) > 0
+            )
+            assert not set(run.frames) & {"LiveChatTranscript", "EmailMessage"}, sorted(run.frames)
+        run._run(run.done)
+        if offers:
+            checked += 1
+            assert run.state.offers == {} and run.state.case_issues is None
+    assert checked == 1
+    assert run.finish().findings == []

@@ -200,7 +200,7 @@ async def ned_drafts(data: OrgData, rng: random.Random, n: int, writer: TextWrit
         mine = set(bought.product(bought.ever_products[bought.ever_by_account[code]]))
         bought_on = _EPOCH + timedelta(days=int(bought.bought_days[row]))
         if real:
-            product = bought.product(bought.bought_products[row : row + 1])[0]
+            product = bought.products[bought.bought_products[row]]
             day = bought_on
         else:
             others = [p for p in all_products if p not in mine]

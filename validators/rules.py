@@ -190,30 +190,58 @@ def _join_case(frame: pd.DataFrame, key: str, cases: pd.DataFrame) -> pd.DataFra
     return frame.merge(c, left_on=key, right_on="c_Id", how="inner")
 
 
+class CaseSpans:
+    """The cases the rules join a record to, as `_join_case` keeps them (the first case of each id), numbered
+    by their place here, with what the rules read of each: its id, start and end, whether it is Closed and
+    when it closed. Made once for an object whose records name cases, then asked about a block of its rows at
+    a time (`at`): a lookup in an index of the case ids, not a merge of every row with the cases (its copy of
+    the key and its factorised keys were ~60 MB of the history step at scale 300)."""
+
+    def __init__(self, cases: pd.DataFrame) -> None:
+        c = cases[["Id", "_created", "_end", "_closed", "_closed_flag"]].drop_duplicates("Id")
+        self.ids = c["Id"].to_numpy(dtype=object)
+        self.created = c["_created"].to_numpy()
+        self.end = c["_end"].to_numpy()
+        self.closed = c["_closed"].to_numpy()
+        self.is_closed = c["_closed_flag"].to_numpy(dtype=bool)
+        given = ~pd.isna(self.ids)
+        self._index = pd.Index(self.ids[given], dtype=object)
+        self._given = np.flatnonzero(given)
+        none = np.flatnonzero(~given)
+        # the case without an id (at most one is kept): a record without a key joins it, as a merge joins them
+        self.none = int(none[0]) if len(none) else -1
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def at(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's case: its place here (int32), -1 where it names none of them."""
+        found = self._index.get_indexer(keys)
+        at = np.full(len(keys), -1, dtype=np.int32)
+        hit = found >= 0
+        at[hit] = self._given[found[hit]]
+        missing = pd.isna(keys)
+        if missing.any():
+            at[missing] = self.none
+        return at
+
+    def ranks(self) -> np.ndarray:
+        """Each case's place in the order of the case ids (the case without an id last)."""
+        codes, _ = pd.factorize(self.ids, sort=True)
+        codes[codes < 0] = len(codes)
+        return codes
+
+
 def _case_span(
-    frame: pd.DataFrame, key: str, cases: pd.DataFrame
+    frame: pd.DataFrame, key: str, cases: pd.DataFrame | CaseSpans
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each row of `frame`, in its order: whether `_join_case` keeps it (its case is among `cases`), and
     its case's start and end (`c__created`, `c__end`; NaT where it has none). What the rules' masks read of
     the join, without a copy of `frame` and the case's columns beside it (at scale 1,000, 3.2 M emails and
     3.4 M history rows): the few rows reported are joined afterwards."""
-    # each row's case by a lookup in an index of the case ids, not a merge: its copy of the key and its
-    # factorised keys were ~60 MB of the history step at scale 300, held on in the freed heap
-    c = cases[["Id", "_created", "_end"]].drop_duplicates("Id")
-    ids, keys = c["Id"].to_numpy(dtype=object), frame[key].to_numpy(dtype=object)
-    given = ~pd.isna(ids)
-    found = pd.Index(ids[given], dtype=object).get_indexer(keys)
-    at = np.full(len(keys), -1, dtype=np.int64)
-    hit = found >= 0
-    at[hit] = np.flatnonzero(given)[found[hit]]
-    del found, hit
-    missing = pd.isna(keys)
-    if missing.any():  # as a merge joins them: a row without a key to the case without an id, if any
-        none = np.flatnonzero(~given)
-        at[missing] = none[0] if len(none) else -1
-    joined = at >= 0
-    created, end = (_taken(c[name].to_numpy(), at) for name in ("_created", "_end"))
-    return joined, created, end
+    spans = cases if isinstance(cases, CaseSpans) else CaseSpans(cases)
+    at = spans.at(frame[key].to_numpy(dtype=object))
+    return at >= 0, _taken(spans.created, at), _taken(spans.end, at)
 
 
 def _taken(values: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -222,10 +250,14 @@ def _taken(values: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.append(values, nat).take(np.where(at >= 0, at, len(values)))
 
 
-def _emails(emails: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
-    joined, created, end = _case_span(emails, "ParentId", cases)
+def _emails(emails: pd.DataFrame, cases: pd.DataFrame, emit: _Emit, spans: CaseSpans | None = None) -> None:
+    """`rules.email-outside-case`; with `spans` (the cases' `CaseSpans`, made once), on a block of the emails
+    at a time: each email is checked alone, so the findings of the blocks, in their order, are those of all."""
+    joined, created, end = _case_span(emails, "ParentId", spans if spans is not None else cases)
     when = parse_datetimes(emails["MessageDate"]).to_numpy()
     bad = joined & ((when < created) | (when > end))
+    if not bad.any():
+        return  # (a block's join of no rows would still look through every case)
     emit.rows(
         "rules.email-outside-case",
         _join_case(emails[bad], "ParentId", cases),
@@ -288,36 +320,134 @@ def _chats(chats: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
     )
 
 
+HISTORY_KINDS = ("Case Creation", "Owner Assignment", "Case Closed")
+CREATION, ASSIGNMENT, CLOSING = range(len(HISTORY_KINDS))
+# what a reported history row says (with its `_line`)
+HISTORY_COLUMNS = ("Id", "CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate")
+
+
+class HistoryRows:
+    """CaseHistory__c as `_history` reads it, in file order, given a block of rows at a time (`feed`): each row's
+    case (its place among `spans`, -1 when it names none of them), time, line, kind (its place in
+    HISTORY_KINDS, or past them) and its OldValue__c and NewValue__c as numbers of their distinct values (-1
+    when empty). ~30 bytes a row, not its strings: at scale 1,000 the history's 3.4 M rows were ~0.8 GB held
+    as strings for this one step. The rows reported are read again (`history_findings`'s `fetch`)."""
+
+    def __init__(self, spans: CaseSpans) -> None:
+        self.spans = spans
+        self.values: dict[str, int] = {}  # each value OldValue__c or NewValue__c holds → its number
+        self._parts: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("case", "t", "line", "kind", "old", "new")
+        }
+
+    def feed(self, block: pd.DataFrame) -> None:
+        parts = self._parts
+        parts["case"].append(self.spans.at(block["CaseId__c"].to_numpy(dtype=object)))
+        parts["t"].append(parse_datetimes(block["CreatedDate"]).to_numpy(dtype="datetime64[ns]"))
+        parts["line"].append(block["_line"].to_numpy(dtype=np.int64))
+        field = block["Field__c"].to_numpy(dtype=object)
+        kind = np.full(len(block), len(HISTORY_KINDS), dtype=np.int8)
+        for k, name in enumerate(HISTORY_KINDS):
+            kind[field == name] = k
+        parts["kind"].append(kind)
+        parts["old"].append(self._numbers(block["OldValue__c"]))
+        parts["new"].append(self._numbers(block["NewValue__c"]))
+
+    def _numbers(self, column: pd.Series) -> np.ndarray:
+        codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
+        table = np.array(
+            [self.values.setdefault(u, len(self.values)) for u in uniques.tolist()], dtype=np.int32
+        )
+        return np.where(codes >= 0, table[np.maximum(codes, 0)] if len(table) else -1, -1).astype(np.int32)
+
+    def column(self, name: str) -> np.ndarray:
+        """One of the rows' arrays (case, t, line, kind, old, new), its blocks joined once."""
+        parts = self._parts[name]
+        if len(parts) != 1:
+            joined = np.concatenate(parts) if parts else np.zeros(0, dtype=self._empty(name))
+            parts[:] = [joined]
+        return parts[0]
+
+    @staticmethod
+    def _empty(name: str) -> Any:
+        return {"case": np.int32, "t": "datetime64[ns]", "line": np.int64, "kind": np.int8}.get(
+            name, np.int32
+        )
+
+
 def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
-    # the rows of the cases among `cases` (as `_join_case` keeps them), in order of case, time and line, with
-    # their cases' start and end; the rows reported are joined to their cases' other columns
-    joined, created, end = _case_span(hist, "CaseId__c", cases)
-    t = parse_datetimes(hist["CreatedDate"]).to_numpy()
-    kept = np.flatnonzero(joined)
-    order = kept[_sorted_order(hist["CaseId__c"].to_numpy()[kept], t[kept], hist["_line"].to_numpy()[kept])]
-    del kept, joined
-    # the sorted rows' times and their cases' spans; the rows themselves are taken a kind at a time, each let go
-    # after its checks: not a sorted copy of the whole history with every kind's copy beside it (at scale
-    # 1,000, 3.4 M rows: ~1 GB)
-    t, created, end = t[order], created[order], end[order]
+    rows = HistoryRows(CaseSpans(cases))
+    rows.feed(hist)
+    history_findings(rows, cases, emit, lambda at: hist.take(at))
 
-    def rows(at: np.ndarray) -> pd.DataFrame:
-        return _sorted_rows(hist, order, t, created, end, at)
 
-    field = hist["Field__c"].to_numpy()[order]
-    emit.rows(
+def _run_ranks(keys: np.ndarray) -> np.ndarray:
+    """Each element's rank within its run of equal `keys` (rows sorted by key: `groupby().cumcount()`)."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    return np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+
+
+def history_findings(
+    rows: HistoryRows, cases: pd.DataFrame, emit: _Emit, fetch: Callable[[np.ndarray], pd.DataFrame]
+) -> None:
+    """The rules of CaseHistory__c on `rows` (their cases: `cases`, as `_cases` gives them). `fetch(at)` gives
+    the history rows at the file positions `at` (ascending), with HISTORY_COLUMNS and `_line`: the rows
+    reported, all fetched at once, then reported rule by rule in the order of case, time and line.
+
+    A row is read with its case (as `_join_case` joins them: a row without a case id joins the case without
+    an id, if any, and is nobody's first or later row of a kind, as pandas' grouping leaves it out)."""
+    spans = rows.spans
+    case, t = rows.column("case"), rows.column("t")
+    kept = np.flatnonzero(case >= 0)
+    order = kept[_sorted_order(spans.ranks()[case[kept]], t[kept], rows.column("line")[kept])]
+    del kept
+    cs, ts, kind = case[order], t[order], rows.column("kind")[order]
+    old, new = rows.column("old")[order], rows.column("new")[order]
+    keyed = cs != spans.none  # rows with a case id: pandas' groups
+    names = np.array([*rows.values, None], dtype=object)  # a value's number → the value (-1: None)
+    case_at = spans.at(cases["Id"].to_numpy(dtype=object))  # each case row's place among `spans`
+    pending: list[
+        tuple[str, np.ndarray | pd.DataFrame, str, str | None, Callable[[dict[str, Any]], str]]
+    ] = []
+    joins: set[int] = set()  # the pending reports whose rows are joined to their cases' columns
+    extra: dict[int, dict[str, np.ndarray]] = {}  # a pending report → columns added to its rows
+
+    def report(
+        rule: str,
+        at: np.ndarray | pd.DataFrame,
+        sobject: str,
+        field: str | None,
+        message: Callable[[dict[str, Any]], str],
+        join: bool = False,
+        **columns: np.ndarray,
+    ) -> None:
+        if len(at):
+            if join:
+                joins.add(len(pending))
+            if columns:
+                extra[len(pending)] = columns
+            pending.append((rule, at, sobject, field, message))
+
+    def case_rows(hit: np.ndarray) -> pd.DataFrame:
+        # the case rows with an id and none of the history rows `hit` (a mask over the cases' places) marks
+        return cases[cases["Id"].notna().to_numpy() & ~hit[case_at]]
+
+    report(
         "rules.history-outside-case",
-        _join_case(rows((t < created) | (t > end)), "CaseId__c", cases),
+        np.flatnonzero((ts < spans.created[cs]) | (ts > spans.end[cs])),
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (
             f"CaseHistory__c {r['Id']} ({r['Field__c']}) is dated {r['CreatedDate']}, but {_lifetime(r)}."
         ),
+        join=True,
     )
-    values = (hist["OldValue__c"].notna().to_numpy() | hist["NewValue__c"].notna().to_numpy())[order]
-    emit.rows(
+    report(
         "rules.history-values",
-        rows(((field == "Case Creation") | (field == "Case Closed")) & values),
+        np.flatnonzero(((kind == CREATION) | (kind == CLOSING)) & ((old >= 0) | (new >= 0))),
         "CaseHistory__c",
         "NewValue__c",
         lambda r: (
@@ -326,11 +456,10 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             "rows hold user ids."
         ),
     )
-    del values
-    assign = rows(field == "Owner Assignment")
-    emit.rows(
+    assign = np.flatnonzero(kind == ASSIGNMENT)
+    report(
         "rules.history-values",
-        assign[assign["NewValue__c"].isna().to_numpy()],
+        assign[new[assign] < 0],
         "CaseHistory__c",
         "NewValue__c",
         lambda r: (
@@ -338,13 +467,14 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             "it must name the user the case was assigned to."
         ),
     )
-    # Creation rows.
-    creation = rows(field == "Case Creation")
-    creation["_k"] = creation.groupby("CaseId__c").cumcount()
-    no_creation = cases[~cases["Id"].isin(creation["CaseId__c"]).to_numpy() & cases["Id"].notna().to_numpy()]
-    emit.rows(
+    # Creation rows: each case's first by time, then line
+    creation = np.flatnonzero((kind == CREATION) & keyed)
+    k = _run_ranks(cs[creation])
+    has = np.zeros(len(spans), dtype=bool)
+    has[cs[creation]] = True
+    report(
         "rules.history-creation",
-        no_creation,
+        case_rows(has),
         "Case",
         None,
         lambda r: (
@@ -352,9 +482,9 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             f"CreatedDate ({r['CreatedDate']})."
         ),
     )
-    emit.rows(
+    report(
         "rules.history-creation",
-        creation[(creation["_k"] > 0).to_numpy()],
+        creation[k > 0],
         "CaseHistory__c",
         "Field__c",
         lambda r: (
@@ -362,30 +492,30 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             "created once."
         ),
     )
-    first_creation = creation[(creation["_k"] == 0).to_numpy()]
-    emit.rows(
+    first = creation[k == 0]
+    report(
         "rules.history-creation",
-        _join_case(
-            first_creation[(first_creation["_t"] != first_creation["_case_created"]).to_numpy()],
-            "CaseId__c",
-            cases,
-        ),
+        first[ts[first] != spans.created[cs[first]]],
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (
             f"CaseHistory__c {r['Id']} (`Case Creation`) is dated {r['CreatedDate']}, but case {r['CaseId__c']} "
             f"was created at {r['c_CreatedDate']}; they must be equal."
         ),
+        join=True,
     )
-    del creation, first_creation
-
-    # Owner assignments: first, chain, last.
-    assign["_k"] = assign.groupby("CaseId__c").cumcount()
-    assign["_prev"] = assign.groupby("CaseId__c")["NewValue__c"].shift(1)
-    no_assign = cases[~cases["Id"].isin(assign["CaseId__c"]).to_numpy() & cases["Id"].notna().to_numpy()]
-    emit.rows(
+    del creation, first
+    # Owner assignments: first, chain, last
+    assign = assign[keyed[assign]]
+    k = _run_ranks(cs[assign])
+    # the previous assignment's NewValue__c (-2: none) against OldValue__c, an empty value as ""
+    prev = np.where(k > 0, np.append(-2, new[assign][:-1]), -2)
+    empty = rows.values.get("", -1)
+    has = np.zeros(len(spans), dtype=bool)
+    has[cs[assign]] = True
+    report(
         "rules.history-first-assignment",
-        no_assign,
+        case_rows(has),
         "Case",
         None,
         lambda r: (
@@ -393,10 +523,9 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             f"{r['OwnerId']} if it was never transferred) must be recorded."
         ),
     )
-    first = assign[(assign["_k"] == 0).to_numpy()]
-    emit.rows(
+    report(
         "rules.history-first-assignment",
-        first[first["OldValue__c"].notna().to_numpy()],
+        assign[(k == 0) & (old[assign] >= 0)],
         "CaseHistory__c",
         "OldValue__c",
         lambda r: (
@@ -404,27 +533,27 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             f"OldValue__c is {r['OldValue__c']}; a first assignment has an empty OldValue__c."
         ),
     )
-    later = assign[(assign["_k"] > 0).to_numpy()]
-    broken = later["OldValue__c"].fillna("") != later["_prev"].fillna("")
-    emit.rows(
+    blank = np.where(old[assign] < 0, empty, old[assign]) != np.where(prev < 0, empty, prev)
+    broken = (k > 0) & blank
+    report(
         "rules.history-transfer-chain",
-        later[broken.to_numpy()],
+        assign[broken],
         "CaseHistory__c",
         "OldValue__c",
         lambda r: (
             f"CaseHistory__c {r['Id']} transfers case {r['CaseId__c']} from {r['OldValue__c'] or '(empty)'}, "
             f"but the case was last assigned to {r['_prev'] or '(empty)'}; OldValue__c must be the previous NewValue__c."
         ),
+        _prev=names[prev[broken]],
     )
-    # each case's last assignment: its rows are together (sorted by case), so the last of each run of a case
-    # id, not a grouping of the ids (~45 MB above the step's start at scale 300)
-    keys = assign["CaseId__c"].to_numpy(dtype=object)
-    ends = np.append(keys[1:] != keys[:-1], True) & pd.notna(keys) if len(keys) else np.zeros(0, dtype=bool)
-    last = pd.Series(assign["NewValue__c"].to_numpy()[ends], index=pd.Index(keys[ends], dtype=object))
-    del keys, ends
-    owners = cases.assign(_last=cases["Id"].map(last).astype(object))  # no assignment at all: not float NaN
+    # each case's last assignment: the end of its run (its rows are together, sorted by case)
+    ends = np.append(cs[assign][1:] != cs[assign][:-1], True) if len(assign) else np.zeros(0, dtype=bool)
+    last = np.full(len(spans), -1, dtype=np.int64)
+    last[cs[assign][ends]] = new[assign][ends]
+    del ends, prev, blank, broken
+    owners = cases.assign(_last=names[last[case_at]])
     mismatch = owners["_last"].notna() & (owners["OwnerId"].fillna("") != owners["_last"].fillna(""))
-    emit.rows(
+    report(
         "rules.history-owner",
         owners[mismatch.to_numpy()],
         "Case",
@@ -434,19 +563,16 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             f"CaseHistory__c gives it to {r['_last']}; OwnerId must be the last assignee."
         ),
     )
-
-    del assign, first, later, broken, last, owners, mismatch
-
-    # Closing rows.
-    closing = rows(field == "Case Closed")
-    closing["_k"] = closing.groupby("CaseId__c").cumcount()
-    # the first row of each case id (only the columns read here, not a copy of every column of the cases)
-    case_rows = cases[["Id", "Status", "_closed"]].drop_duplicates("Id").set_index("Id")
-    closed_ids = set(case_rows.index[case_rows["Status"] == "Closed"])
-    has_row = cases["Id"].isin(closing["CaseId__c"]).to_numpy()
-    emit.rows(
+    del assign, last, owners, mismatch
+    # Closing rows
+    closing = np.flatnonzero(kind == CLOSING)
+    k = np.full(len(closing), -1, dtype=np.int64)  # (a row without a case id: nobody's first or second)
+    k[keyed[closing]] = _run_ranks(cs[closing[keyed[closing]]])
+    has = np.zeros(len(spans), dtype=bool)
+    has[cs[closing]] = True
+    report(
         "rules.history-closed",
-        cases[cases["Id"].isin(closed_ids).to_numpy() & ~has_row],
+        cases[spans.is_closed[case_at] & ~has[case_at]],
         "Case",
         None,
         lambda r: (
@@ -454,10 +580,10 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             f"ClosedDate ({r['ClosedDate'] or 'missing'})."
         ),
     )
-    not_closed = ~closing["CaseId__c"].isin(closed_ids).to_numpy()
-    emit.rows(
+    closed = spans.is_closed[cs[closing]]
+    report(
         "rules.history-closed",
-        closing[not_closed],
+        closing[~closed],
         "CaseHistory__c",
         "Field__c",
         lambda r: (
@@ -465,53 +591,49 @@ def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
             "exists exactly when the case is Closed."
         ),
     )
-    emit.rows(
+    report(
         "rules.history-closed",
-        closing[~not_closed & (closing["_k"] > 0).to_numpy()],
+        closing[closed & (k > 0)],
         "CaseHistory__c",
         "Field__c",
         lambda r: (
             f"CaseHistory__c {r['Id']} is a second `Case Closed` row for case {r['CaseId__c']}; a case closes once."
         ),
     )
-    closed_at = closing["CaseId__c"].map(case_rows["_closed"]) if len(closing) else closing["_t"]
     # Only against a ClosedDate that exists (a missing one is rules.case-closed-date).
-    at_wrong_time = (
-        ~not_closed
-        & (closing["_k"] == 0).to_numpy()
-        & closed_at.notna().to_numpy()
-        & (closing["_t"] != closed_at).to_numpy()
-    )
-    emit.rows(
+    closed_at = spans.closed[cs[closing]]
+    report(
         "rules.history-closed",
-        _join_case(closing[at_wrong_time], "CaseId__c", cases),
+        closing[closed & (k == 0) & ~np.isnat(closed_at) & (ts[closing] != closed_at)],
         "CaseHistory__c",
         "CreatedDate",
         lambda r: (
             f"CaseHistory__c {r['Id']} (`Case Closed`) is dated {r['CreatedDate']}, but case {r['CaseId__c']} "
             f"closed at {r['c_ClosedDate']}; they must be equal."
         ),
+        join=True,
     )
+    del closing, closed, closed_at, k
+    # the history rows reported, read at once, then each report in its order
+    wanted = [at for at in (p[1] for p in pending) if isinstance(at, np.ndarray)]
+    files = np.unique(order[np.concatenate(wanted)]) if wanted else np.zeros(0, dtype=np.int64)
+    got = fetch(files).reset_index(drop=True) if len(files) else None
+    for i, (rule, at, sobject, field, message) in enumerate(pending):
+        if isinstance(at, np.ndarray):
+            assert got is not None
+            frame = got.take(np.searchsorted(files, order[at])).reset_index(drop=True)
+            for name, values in extra.get(i, {}).items():
+                frame[name] = values
+            at = _join_case(frame, "CaseId__c", cases) if i in joins else frame
+        emit.rows(rule, at, sobject, field, message)
 
 
-def _sorted_order(keys: np.ndarray, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """The order of rows by key, time and line (a missing key or time after the others; ties in place), as a
-    stable `sort_values` of a frame of the three gives it: from the keys' numbers in sorted order, not a frame
-    of the keys (at scale 300, the history's 1 M keys sorted as strings took ~90 MB above the step's start)."""
-    codes, uniques = pd.factorize(keys, sort=True)
-    codes[codes < 0] = len(uniques)
-    del uniques
-    nat = np.isnat(times)
-    return np.lexsort((lines, times.view(np.int64), nat, codes))
-
-
-def _sorted_rows(
-    hist: pd.DataFrame, order: np.ndarray, t: np.ndarray, created: np.ndarray, end: np.ndarray, at: np.ndarray
-) -> pd.DataFrame:
-    """`_history`'s sorted rows (`order`: their positions in `hist`) where `at` (a mask over them) holds, with
-    their times and their cases' spans (`t`, `created`, `end`, in sorted order) as `_t`, `_case_created` and
-    `_case_end`."""
-    return hist.take(order[at]).assign(_t=t[at], _case_created=created[at], _case_end=end[at])
+def _sorted_order(ranks: np.ndarray, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """The order of rows by their case's rank (`CaseSpans.ranks`: the order of their case ids), time and line
+    (a missing time after the others; ties in place), as a stable `sort_values` of a frame of the three gives
+    it: from numbers, not a frame of the keys (at scale 300, the history's 1 M keys sorted as strings took
+    ~90 MB above the step's start)."""
+    return np.lexsort((lines, times.view(np.int64), np.isnat(times), ranks))
 
 
 def _case_customer(raw: dict[str, pd.DataFrame], cases: pd.DataFrame, emit: _Emit) -> None:

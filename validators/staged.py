@@ -14,10 +14,12 @@ text (EmailMessage's bodies) is never held whole. Every step says which columns 
 first read whole, only the columns the steps from there on read are kept, and once the steps left read fewer,
 the others are let go.
 
-The largest object, OrderItem (STREAMED: 7.1 M rows at scale 1,000), is never held whole: all its checks
-are block steps fed from one reading of its file (its ids' repeats found by a 64-bit hash per record, the
-few records whose hashes repeat read again to compare their values), and Case, whose lookups name it, keeps
-only the items the cases name, read beforehand (`_named_rows`).
+The largest objects (STREAMED: OrderItem, EmailMessage and CaseHistory__c, 7.1, 3.2 and 3.4 M rows at scale
+1,000) are never held: all their checks are block steps fed from one reading of their files (their ids'
+repeats found by a 64-bit hash per record, the few records whose hashes repeat read again to compare their
+values; the history's rules from each row's case, time, kind and values as numbers, `rules.HistoryRows`, the
+rows they report read again), and Case, whose lookups name the order items, keeps only the items the cases
+name, read beforehand (`_named_rows`).
 
 The sequence is ordered so that a large object's steps are contiguous: small objects first, then Case (its
 near-duplicate search, the largest step, before anything else large is read), the orders, then what reads
@@ -52,9 +54,10 @@ Frames = dict[str, pd.DataFrame]
 LARGE_ROWS = 50_000
 LARGE_ORDER = ("Case", "Order", "OrderItem", "LiveChatTranscript", "EmailMessage", "CaseHistory__c")
 # objects never held whole (OrderItem: 7.1 M rows at scale 1,000, ~1 GB held as strings through the order
+# steps; the emails' and the history's ids, cases and dates, each ~170-190 MB at scale 300 through their last
 # steps): their own checks read them a block at a time, all from one reading of the file, and an object
 # looking them up keeps only the rows its lookups name (`_named_rows`)
-STREAMED = ("OrderItem",)
+STREAMED = ("OrderItem", "EmailMessage", "CaseHistory__c")
 # what `_named_rows` keeps of a streamed object's rows (besides Id and _line): what the steps reading them read
 NAMED_COLUMNS = {"OrderItem": ("OrderId", "Product2Id")}
 # the Case columns the rules keep for the checks of the case's emails, chats, history and customer
@@ -696,6 +699,37 @@ def plan(state: _State) -> list[Step]:
 
         return start
 
+    def emails(fr: Frames) -> Blocks:
+        # each email against its case's lifetime as the emails are read (at scale 300, their ids, cases and
+        # dates were ~190 MB held from their first reading to this step)
+        cases = state.cases
+        if cases is None:
+            return Blocks(lambda block: None, list)
+        spans = rules.CaseSpans(cases)
+        own = rules._Emit()  # its own: a check dropped unclosed leaves no finding behind
+        return Blocks(lambda block: rules._emails(block, cases, own, spans), lambda: own.out)
+
+    def history(fr: Frames) -> Blocks:
+        # the history's rows as the rules read them (numbers: `rules.HistoryRows`), gathered as its file is
+        # read; the few rows reported are read again (at scale 300, its 1 M rows were ~170 MB held as strings,
+        # and the step rose ~190 MB above them)
+        cases = state.cases
+        if cases is None:
+            return Blocks(lambda block: None, list)
+        got = rules.HistoryRows(rules.CaseSpans(cases))
+        own = rules._Emit()  # its own: a check dropped unclosed leaves no finding behind
+
+        def fetch(at: np.ndarray) -> pd.DataFrame:
+            mask = np.zeros(len(got.column("case")), dtype=bool)
+            mask[at] = True
+            return _rows_at(state, model.get("CaseHistory__c"), mask, rules.HISTORY_COLUMNS)
+
+        def close() -> list[Finding]:
+            rules.history_findings(got, cases, own, fetch)
+            return own.out
+
+        return Blocks(got.feed, close)
+
     def offers(fr: Frames) -> list[Finding]:
         try:
             return text._offers(replace(data, raw=fr), state.offers)
@@ -706,7 +740,10 @@ def plan(state: _State) -> list[Step]:
     for name in large:
         own = _per_object(state, name)
         if name in text.MESSAGES:
-            first_whole = next(i for i, step in enumerate(own) if step.blocks is None and not step.own_read)
+            # (among the object's block steps: a STREAMED object has no other)
+            first_whole = next(
+                (i for i, step in enumerate(own) if step.blocks is None and not step.own_read), len(own)
+            )
             own.insert(
                 first_whole,
                 Step(
@@ -776,7 +813,7 @@ def plan(state: _State) -> list[Step]:
                 )
             )
         elif name == "EmailMessage":
-            steps.append(with_cases(name, rules._emails, ("Id", "_line", "ParentId", "MessageDate")))
+            steps.append(Step("rules", (name,), None, blocks=emails))
             steps.append(
                 Step(
                     "text",
@@ -787,7 +824,7 @@ def plan(state: _State) -> list[Step]:
                 )
             )
         elif name == "CaseHistory__c":
-            steps.append(with_cases(name, rules._history))
+            steps.append(Step("rules", (name,), None, blocks=history))
     # the articles against their latent kinds and the policies: after the objects' own steps, which can then
     # run before the latent tables are read (StagedRun.advance)
     steps.append(

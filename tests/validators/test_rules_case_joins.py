@@ -9,6 +9,7 @@ case's creation and closing times."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -322,13 +323,23 @@ keys = st.sampled_from(["500B", "500A", "500C", None, "500AA"])
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(keys, st.sampled_from([None, 1, 2, 3]), st.integers(0, 3)), max_size=12))
 def test_the_history_order_is_a_stable_sort_of_key_time_and_line(drawn: list[tuple[Any, Any, int]]) -> None:
-    """`_sorted_order` (from the keys' numbers) is the order pandas' stable sort of the three columns gives,
-    a missing key or time after the others."""
+    """`_sorted_order` (from the ranks of the rows' case ids among the cases, `CaseSpans.ranks`) is the order
+    pandas' stable sort of the three columns gives, a missing key or time after the others."""
     k = pd.Series([d[0] for d in drawn], dtype=object).to_numpy()
     t = pd.to_datetime([f"2020-01-0{d[1]}" if d[1] else None for d in drawn]).to_numpy()
     lines = pd.Series([d[2] for d in drawn], dtype="int64").to_numpy()
     want = pd.DataFrame({"k": k, "t": t, "l": lines}).sort_values(["k", "t", "l"], kind="stable").index
-    assert rules._sorted_order(k, t, lines).tolist() == want.tolist()
+    # every key drawn is a case's, the cases in an order of their own (the case without an id in the middle)
+    spans = rules.CaseSpans(
+        _cases(
+            [
+                {"Id": i, "CreatedDate": None, "ClosedDate": None, "Status": "New"}
+                for i in ["500C", None, "500AA", "500A", "500B"]
+            ]
+        )
+    )
+    ranks = spans.ranks()[spans.at(k)]
+    assert rules._sorted_order(ranks, t, lines).tolist() == want.tolist()
 
 
 @settings(max_examples=500, deadline=None)
@@ -343,10 +354,59 @@ def test_each_rows_case_span_is_a_left_joins(cases: list[tuple[Any, int]], named
             "_created": pd.to_datetime([f"2020-01-0{d + 1}" if d < 4 else None for _, d in cases]),
             "_end": pd.to_datetime([f"2020-02-0{d + 1}" for _, d in cases]),
         }
-    )
-    first = c.drop_duplicates("Id").add_prefix("c_")
+    ).assign(_closed=pd.NaT, _closed_flag=False)
+    first = c[["Id", "_created", "_end"]].drop_duplicates("Id").add_prefix("c_")
     m = frame.merge(first, left_on="k", right_on="c_Id", how="left", indicator=True)
     joined, created, end = rules._case_span(frame, "k", c)
     assert joined.tolist() == (m["_merge"] == "both").tolist()
     assert pd.Series(created).equals(pd.Series(m["c__created"].to_numpy()))
     assert pd.Series(end).equals(pd.Series(m["c__end"].to_numpy()))
+
+
+valued_history_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "CaseId__c": st.sampled_from([None, *CASE_IDS, "500Z"]),
+            "Field__c": st.sampled_from(["Case Creation", "Owner Assignment", "Case Closed", None]),
+            "OldValue__c": st.sampled_from(USERS),
+            "NewValue__c": st.sampled_from(USERS),
+            "CreatedDate": datetimes,
+            "_line": st.integers(2, 4),
+        }
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_rows, valued_history_rows, st.lists(st.integers(1, 13), max_size=4))
+def test_the_history_fed_in_blocks_cut_anywhere_is_reported_as_fed_at_once(
+    cases: list[dict[str, Any]], history: list[dict[str, Any]], cuts: list[int]
+) -> None:
+    """`HistoryRows` numbers each block's values as it comes (one numbering for all blocks): the findings are
+    the same whatever the blocks, and every reported history row is one of the frame's, read back whole."""
+    hist = pd.DataFrame(history, dtype=object)
+    hist.insert(0, "Id", [f"a1N{i}" for i in range(len(history))])
+    hist["_line"] = hist["_line"].astype("int64")
+    c = _cases(cases)
+    whole = rules._Emit()
+    rules._history(hist, c, whole)
+    rows = rules.HistoryRows(rules.CaseSpans(c))
+    bounds = sorted({0, len(hist), *(k for k in cuts if k < len(hist))})
+    for lo, hi in itertools.pairwise(bounds):
+        rows.feed(hist.iloc[lo:hi])
+    fetched: list[list[int]] = []
+
+    def fetch(at: Any) -> pd.DataFrame:
+        fetched.append(at.tolist())
+        return hist.take(at)
+
+    got = rules._Emit()
+    rules.history_findings(rows, c, got, fetch)
+    assert [f.to_json() for f in got.out] == [f.to_json() for f in whole.out]
+    # the rows reported are fetched once, in file order, and are those the findings name
+    reported = {f.record for f in got.out if f.object == "CaseHistory__c"}
+    assert len(fetched) == (1 if reported else 0)
+    assert {f"a1N{i}" for at in fetched for i in at} == reported
+    assert all(at == sorted(set(at)) for at in fetched)

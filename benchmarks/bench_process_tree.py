@@ -121,6 +121,16 @@ def main() -> None:
         t, now = max(moments, key=lambda m: sum(u for _, _, u in m[1]))
         parts = ", ".join(f"{seen[p].kind} {u:,}" for p, _, u in now)
         print(f"peak of the tree's USS: {sum(u for _, _, u in now):,} MB at {t:.0f} s: {parts}")
+        # the largest moment while a child (the cases' maker) lives, and the largest with none alive: a build's
+        # peak moves between them as one or the other is made smaller
+        for label, with_child in (("while a child lives", True), ("with no child alive", False)):
+            some = [
+                m for m in moments if any(seen[p].kind.startswith("child") for p, _, _ in m[1]) == with_child
+            ]
+            if some and any(s.kind.startswith("child") for s in seen.values()):
+                t, now = max(some, key=lambda m: sum(r for _, r, _ in m[1]))
+                parts = ", ".join(f"{seen[p].kind} {r:,}" for p, r, _ in now)
+                print(f"  largest {label}: {sum(r for _, r, _ in now):,} MB at {t:.0f} s: {parts}")
         for s in seen.values():
             print(
                 f"  {s.kind:<22} pid {s.pid:>7}  {s.first:7.0f}-{s.last:7.0f} s  own peak RSS {s.peak_rss:>6,} MB"

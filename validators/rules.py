@@ -326,6 +326,17 @@ CREATION, ASSIGNMENT, CLOSING = range(len(HISTORY_KINDS))
 HISTORY_COLUMNS = ("Id", "CaseId__c", "Field__c", "OldValue__c", "NewValue__c", "CreatedDate")
 
 
+# `HistoryRows`' arrays and their types
+_HISTORY_ARRAYS: dict[str, Any] = {
+    "case": np.int32,
+    "t": "datetime64[ns]",
+    "line": np.int64,
+    "kind": np.int8,
+    "old": np.int32,
+    "new": np.int32,
+}
+
+
 class HistoryRows:
     """CaseHistory__c as `_history` reads it, in file order, given a block of rows at a time (`feed`): each row's
     case (its place among `spans`, -1 when it names none of them), time, line, kind (its place in
@@ -336,8 +347,9 @@ class HistoryRows:
     def __init__(self, spans: CaseSpans) -> None:
         self.spans = spans
         self.values: dict[str, int] = {}  # each value OldValue__c or NewValue__c holds → its number
+        # each array's blocks, after an empty one of its type
         self._parts: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("case", "t", "line", "kind", "old", "new")
+            k: [np.zeros(0, dtype=dtype)] for k, dtype in _HISTORY_ARRAYS.items()
         }
 
     def feed(self, block: pd.DataFrame) -> None:
@@ -355,24 +367,16 @@ class HistoryRows:
 
     def _numbers(self, column: pd.Series) -> np.ndarray:
         codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
-        table = np.array(
-            [self.values.setdefault(u, len(self.values)) for u in uniques.tolist()], dtype=np.int32
-        )
-        return np.where(codes >= 0, table[np.maximum(codes, 0)] if len(table) else -1, -1).astype(np.int32)
+        # the block's numbers → the shared ones, and -1 (empty) → -1, the table's last entry
+        table = [self.values.setdefault(u, len(self.values)) for u in uniques.tolist()]
+        return np.array([*table, -1], dtype=np.int32)[codes]
 
     def column(self, name: str) -> np.ndarray:
         """One of the rows' arrays (case, t, line, kind, old, new), its blocks joined once."""
         parts = self._parts[name]
         if len(parts) != 1:
-            joined = np.concatenate(parts) if parts else np.zeros(0, dtype=self._empty(name))
-            parts[:] = [joined]
+            parts[:] = [np.concatenate(parts)]
         return parts[0]
-
-    @staticmethod
-    def _empty(name: str) -> Any:
-        return {"case": np.int32, "t": "datetime64[ns]", "line": np.int64, "kind": np.int8}.get(
-            name, np.int32
-        )
 
 
 def _history(hist: pd.DataFrame, cases: pd.DataFrame, emit: _Emit) -> None:
@@ -409,11 +413,19 @@ def history_findings(
     keyed = cs != spans.none  # rows with a case id: pandas' groups
     names = np.array([*rows.values, None], dtype=object)  # a value's number → the value (-1: None)
     case_at = spans.at(cases["Id"].to_numpy(dtype=object))  # each case row's place among `spans`
+    # each report: its rule, rows (history rows as places in `order`, or case rows), object, field, message,
+    # whether its rows are joined to their cases' columns, and the columns added to them
     pending: list[
-        tuple[str, np.ndarray | pd.DataFrame, str, str | None, Callable[[dict[str, Any]], str]]
+        tuple[
+            str,
+            np.ndarray | pd.DataFrame,
+            str,
+            str | None,
+            Callable[[dict[str, Any]], str],
+            bool,
+            dict[str, np.ndarray],
+        ]
     ] = []
-    joins: set[int] = set()  # the pending reports whose rows are joined to their cases' columns
-    extra: dict[int, dict[str, np.ndarray]] = {}  # a pending report → columns added to its rows
 
     def report(
         rule: str,
@@ -425,11 +437,7 @@ def history_findings(
         **columns: np.ndarray,
     ) -> None:
         if len(at):
-            if join:
-                joins.add(len(pending))
-            if columns:
-                extra[len(pending)] = columns
-            pending.append((rule, at, sobject, field, message))
+            pending.append((rule, at, sobject, field, message, join, columns))
 
     def case_rows(hit: np.ndarray) -> pd.DataFrame:
         # the case rows with an id and none of the history rows `hit` (a mask over the cases' places) marks
@@ -618,13 +626,13 @@ def history_findings(
     wanted = [at for at in (p[1] for p in pending) if isinstance(at, np.ndarray)]
     files = np.unique(order[np.concatenate(wanted)]) if wanted else np.zeros(0, dtype=np.int64)
     got = fetch(files).reset_index(drop=True) if len(files) else None
-    for i, (rule, at, sobject, field, message) in enumerate(pending):
+    for rule, at, sobject, field, message, join, columns in pending:
         if isinstance(at, np.ndarray):
             assert got is not None
             frame = got.take(np.searchsorted(files, order[at])).reset_index(drop=True)
-            for name, values in extra.get(i, {}).items():
+            for name, values in columns.items():
                 frame[name] = values
-            at = _join_case(frame, "CaseId__c", cases) if i in joins else frame
+            at = _join_case(frame, "CaseId__c", cases) if join else frame
         emit.rows(rule, at, sobject, field, message)
 
 

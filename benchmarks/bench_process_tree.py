@@ -1,6 +1,12 @@
 """A build's memory, process by process: `orgseed build` run with every process of its tree sampled each second.
 
     nice -n 5 .venv/bin/python benchmarks/bench_process_tree.py --scale 300 [--out DIR] [--every 1] [--lines 60]
+        [-- BUILD OPTIONS]
+
+Options after `--` are passed to `orgseed build` in place of `--no-prefect`, e.g.
+`-- --runner dask --dask-memory-limit 3GiB`: the Dask cluster's worker processes are then the build's
+children too, and are sampled with it (named "worker"; without `--dask-address`, the local cluster's workers
+are spawned by the building process).
 
 A build runs in more than one process: the building process, the sidecar (validation, the org's store, the
 task checks: flows/sidecar.py), in a large build the child that makes the cases (generator/pipeline.py
@@ -50,6 +56,8 @@ def kind_of(proc: psutil.Process, root: int) -> str:
         return "?"
     if "resource_tracker" in line:
         return "tracker"
+    if "prefect.server" in line:  # the Prefect engine's API server (not with --no-prefect)
+        return "prefect server"
     return "spawned" if "spawn_main" in line else "forked"
 
 
@@ -74,12 +82,15 @@ def main() -> None:
     ap.add_argument("--out", help="the bundle's folder (kept); a temporary one by default")
     ap.add_argument("--every", type=float, default=1.0, help="seconds between samples")
     ap.add_argument("--lines", type=int, default=60, help="timeline lines printed")
+    ap.add_argument("build_options", nargs="*", help="after `--`: options for `orgseed build` (default --no-prefect)")
     args = ap.parse_args()
+    dask = "dask" in args.build_options
     tmp = None if args.out else tempfile.mkdtemp(prefix="orgseed-bench-tree-")
     out = Path(args.out) if args.out else Path(tmp or ".") / "bundle"
     # the CLI's entry point, run by this interpreter (the project's environment)
     cli = [sys.executable, "-c", "import sys; from flows.cli import main; sys.exit(main())"]
-    command = [*cli, "build", "--scale", f"{args.scale:g}", "--no-prefect", "--force", "--out", str(out)]
+    options = args.build_options or ["--no-prefect"]
+    command = [*cli, "build", "--scale", f"{args.scale:g}", *options, "--force", "--out", str(out)]
     print(
         f"# orgseed {' '.join(command[3:])}; load average {os.getloadavg()[0]:.2f} at start; sampled every {args.every:g} s"
     )
@@ -108,9 +119,15 @@ def main() -> None:
         print(f"exit {build.returncode}" + (f": {err.strip()[-400:]}" if build.returncode else ""))
         if not moments:
             return
-        # the sidecar: the longest-lived process the build forked or spawned
         helpers = [s for s in seen.values() if s.kind in ("forked", "spawned")]
-        if helpers:
+        if dask:
+            # the local cluster's workers: the spawned processes that live through most of the build
+            span = moments[-1][0]
+            for s in helpers:
+                if s.last - s.first >= 0.5 * span:
+                    s.kind = "worker"
+        elif helpers:
+            # the sidecar: the longest-lived process the build forked or spawned
             max(helpers, key=lambda s: s.last - s.first).kind = "sidecar"
         for s in seen.values():
             if s.kind in ("forked", "spawned"):

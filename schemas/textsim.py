@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -270,7 +269,12 @@ class NearDuplicateIndex:
         # 977,000 texts, nearly all then dropped by the agreement), and a value's top 16 bits add a chance
         # agreement with probability 2⁻¹⁶ (a pair's 96 values then agree on ~0.0015 more on average)
         self.keys = np.zeros((BANDS, n), dtype=np.uint32)
-        self.sig16 = np.zeros((n, WIDTH), dtype=np.uint16)
+        # the values' top 16 bits as two byte planes: the top bytes (row-major, held as WIDTH/8 64-bit words a
+        # row, as the agreement's first filter reads them: `_equal_bytes`) and the low bytes. Held as one
+        # n × WIDTH uint16 array, the search made the top bytes' words anew each time (`_as_words`): 96 bytes
+        # a text more while it ran (~94 MB for scale 1,000's cases, at every rewriting round)
+        self._top = np.zeros((n, WIDTH // 8), dtype=np.uint64)
+        self._low = np.zeros((n, WIDTH), dtype=np.uint8)
         # two passes over the texts, a batch at a time: the first signs each batch (a row's signature depends
         # on its shingles alone) and gathers the distinct hashes; the second hashes the batches again and numbers
         # them (`_put_batches`). Holding the first pass's batches for the second instead held 8 bytes per shingle
@@ -296,6 +300,11 @@ class NearDuplicateIndex:
         self._garbage = 0
         self._fit_codes()
         self._put_batches(_hash_batches(texts), capacity=shingles)
+
+    @property
+    def sig16(self) -> np.ndarray:
+        """The signature values' top 16 bits (rows × WIDTH, uint16), made from the two byte planes held."""
+        return (self._top.view(np.uint8).astype(np.uint16) << np.uint16(8)) | self._low
 
     @property
     def _distinct_count(self) -> int:
@@ -404,7 +413,8 @@ class NearDuplicateIndex:
         """The band keys' and the signature values' top bits (32 and 16) of `rows`, whose shingle hashes are
         `hashes` in row order, `lengths` per row."""
         sig = signatures(hashes, lengths)
-        self.sig16[rows] = (sig >> np.uint64(48)).astype(np.uint16)
+        self._top.view(np.uint8)[rows] = (sig >> np.uint64(56)).astype(np.uint8)
+        self._low[rows] = (sig >> np.uint64(48)).astype(np.uint8)
         self.keys[:, rows] = (band_keys(sig) >> np.uint64(32)).astype(np.uint32)
 
     def _row_codes(self, row: int) -> np.ndarray:
@@ -502,8 +512,7 @@ class NearDuplicateIndex:
         # scale 300's first full search of its cases but ~1.4 GB at scale 1,000's, for 1.9 M pairs found.)
         pending: list[np.ndarray] = []
         every = len(live) == len(self._size)
-        sig16 = self.sig16
-        sig8 = _as_words(_top_bytes(sig16))
+        top, low = self._top, self._low
         # pairs of the groups of more than 64 members: their agreement is checked group by group (the rows
         # of a group compared with each other in cache), and only the agreeing pairs wait
         agreed: list[np.ndarray] = []
@@ -515,7 +524,7 @@ class NearDuplicateIndex:
                 return
             distinct = _focus_packed(_merge(_NO_PAIRS, batch), stride, marks)
             if agree:
-                lo, hi = _agreeing(distinct, stride, sig8, sig16)
+                lo, hi = _agreeing(distinct, stride, top, low)
             else:
                 lo, hi = distinct // stride, distinct % stride
             del distinct
@@ -567,7 +576,7 @@ class NearDuplicateIndex:
                     if sum(len(c) for c in pending) >= MERGE_PENDING:
                         settle(band, pending, agree=True)
             for a, size in zip(starts[big].tolist(), sizes[big].tolist(), strict=True):
-                agreed.append(_agreeing_within(band_live[order[a : a + size]], sig8, sig16, stride, marks))
+                agreed.append(_agreeing_within(band_live[order[a : a + size]], top, low, stride, marks))
                 # the many-member groups' pairs agree already
                 if sum(len(c) for c in agreed) >= MERGE_PENDING:
                     settle(band, agreed, agree=False)
@@ -634,12 +643,6 @@ def band_keys(sig: np.ndarray) -> np.ndarray:
     return keys
 
 
-def _top_bytes(sig16: np.ndarray) -> np.ndarray:
-    """The top byte of each value's top 16 bits (the signature value's top byte, `sig >> 56`), as a view of
-    `sig16`."""
-    return sig16.view(np.uint8)[:, 1::2] if sys.byteorder == "little" else sig16.view(np.uint8)[:, 0::2]
-
-
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HIGH = np.uint64(0x8080808080808080)
 
@@ -662,11 +665,6 @@ def _among(keys: np.ndarray, wanted: np.ndarray, table: np.ndarray) -> np.ndarra
     return inside
 
 
-def _as_words(top: np.ndarray) -> np.ndarray:
-    """The signatures' top bytes (n × WIDTH, any strides) as n × WIDTH/8 contiguous 64-bit words, 8 bytes each."""
-    return np.ascontiguousarray(top).view(np.uint64)
-
-
 def _equal_bytes(xor: np.ndarray) -> np.ndarray:
     """For words x = a ^ b (last axis: a row's WIDTH/8 words), how many of the row's WIDTH bytes are equal in
     a and b, i.e. are zero in x: a byte's high bit in ((x & 0x7F..) + 0x7F..) | x is set exactly when the
@@ -683,35 +681,43 @@ def _focus_packed(packed: np.ndarray, stride: int, marks: np.ndarray | None) -> 
     return packed[keep]
 
 
+def _same16(top8: np.ndarray, low: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair (a[k], b[k]), which of the WIDTH values' top 16 bits are equal: both their bytes are."""
+    same: np.ndarray = top8[a] == top8[b]
+    same &= low[a] == low[b]
+    return same
+
+
 def _agreeing(
-    packed: np.ndarray, stride: int, sig8: np.ndarray, sig16: np.ndarray
+    packed: np.ndarray, stride: int, top: np.ndarray, low: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The packed pairs whose signatures' values (their top 16 bits) agree on at least MIN_AGREEMENT of the values (the
-    MinHash estimate of Jaccard), as (lo, hi); unpacked a chunk at a time to bound memory. `sig8` holds the
-    values' top bytes as 64-bit words (`_as_words`): a pair whose top bytes agree on fewer is dropped first,
-    comparing 12 words instead of 96 values."""
+    MinHash estimate of Jaccard), as (lo, hi); unpacked a chunk at a time to bound memory. `top` holds the
+    values' top bytes as WIDTH/8 64-bit words a row, `low` their low bytes: a pair whose top bytes agree on
+    fewer is dropped first, comparing 12 words instead of 96 values."""
     need = MIN_AGREEMENT * WIDTH  # agreement >= MIN_AGREEMENT, as a count of agreeing values
     keep = np.zeros(len(packed), dtype=bool)
     step = AGREEMENT_CHUNK
+    top8 = top.view(np.uint8)
     for start in range(0, len(packed), step):
         chunk = packed[start : start + step]
         a, b = chunk // stride, chunk % stride
-        maybe = np.flatnonzero(_equal_bytes(sig8[a] ^ sig8[b]) >= need)
-        agree = (sig16[a[maybe]] == sig16[b[maybe]]).mean(axis=1)
+        maybe = np.flatnonzero(_equal_bytes(top[a] ^ top[b]) >= need)
+        agree = _same16(top8, low, a[maybe], b[maybe]).mean(axis=1)
         keep[start + maybe[agree >= MIN_AGREEMENT]] = True
     kept = packed[keep]
     return kept // stride, kept % stride
 
 
 def _agreeing_within(
-    members: np.ndarray, sig8: np.ndarray, sig16: np.ndarray, stride: int, marks: np.ndarray | None
+    members: np.ndarray, top: np.ndarray, low: np.ndarray, stride: int, marks: np.ndarray | None
 ) -> np.ndarray:
-    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires (`sig8` as there, read
-    here byte by byte), compared block by block of rows (each block's comparisons stay within ~4 MB): each row
-    against the rows after it, or, with `marks`, each marked row against all the others (the pairs without a
-    marked row are not wanted)."""
+    """Every pair of `members` (packed) whose signatures agree as `_agreeing` requires (`top` and `low` as
+    there, the top bytes read here byte by byte), compared block by block of rows (each block's comparisons
+    stay within ~4 MB): each row against the rows after it, or, with `marks`, each marked row against all the
+    others (the pairs without a marked row are not wanted)."""
     m = len(members)
-    b8, s16 = sig8[members].view(np.uint8), sig16[members]
+    b8, l8 = top[members].view(np.uint8), low[members]
     need = MIN_AGREEMENT * WIDTH
     step = max(1, (1 << 22) // (m * WIDTH))
     rows = np.arange(m) if marks is None else np.flatnonzero(marks[members])
@@ -726,7 +732,7 @@ def _agreeing_within(
         later = j > i if marks is None else j != i
         i, j = i[later], j[later]
         if len(i):
-            ok = (s16[i] == s16[j]).mean(axis=1) >= MIN_AGREEMENT
+            ok = _same16(b8, l8, i, j).mean(axis=1) >= MIN_AGREEMENT
             out.append(_pack(members[i[ok]], members[j[ok]], stride))
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 

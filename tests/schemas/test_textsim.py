@@ -475,3 +475,24 @@ def test_a_round_of_rewriting_does_not_copy_the_codes() -> None:
     assert all(
         index.shingle_set(r) == set(shingle_hashes([f"new {r} " + texts[r]])[0].tolist()) for r in rows
     )
+
+
+def test_a_search_does_not_copy_the_signatures_top_bytes() -> None:
+    # The agreement's first filter reads the values' top bytes as 64-bit words, held so in the index: a search
+    # allocates its bands' sort orders (~60 bytes a text here) but no copy of those bytes, which are 96 bytes a
+    # text (made anew at every search while the index held the values' top 16 bits as one uint16 array).
+    import tracemalloc
+
+    rng = random.Random(1)
+    words = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(rng.choice(words) for _ in range(30)) for _ in range(20_000)]
+    index = NearDuplicateIndex(texts)
+    assert index._top.shape == (len(texts), textsim.WIDTH // 8) and index._top.flags.c_contiguous
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        index.pair_arrays()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak < textsim.WIDTH * len(texts), (peak, len(texts))

@@ -82,7 +82,9 @@ def main() -> None:
     ap.add_argument("--out", help="the bundle's folder (kept); a temporary one by default")
     ap.add_argument("--every", type=float, default=1.0, help="seconds between samples")
     ap.add_argument("--lines", type=int, default=60, help="timeline lines printed")
-    ap.add_argument("build_options", nargs="*", help="after `--`: options for `orgseed build` (default --no-prefect)")
+    ap.add_argument(
+        "build_options", nargs="*", help="after `--`: options for `orgseed build` (default --no-prefect)"
+    )
     args = ap.parse_args()
     dask = "dask" in args.build_options
     tmp = None if args.out else tempfile.mkdtemp(prefix="orgseed-bench-tree-")

@@ -440,13 +440,16 @@ async def generate(
             apart = getattr(executor, "run_apart", None)
             job = (str(root), run, name, shards)
             what = f"the making of {name}"
-            count, redone = await (
+            count, redone, aside = await (
                 apart(name, generate_apart, *job, what=what)
                 if apart is not None
                 else in_child(generate_apart, *job, what=what)
             )
             stored = work / f"{name}{APART_SUFFIX}"
-            frame = StoredFrame(stored).to_pandas()
+            kept = StoredFrame(stored)
+            # its fields set aside while its texts were written are joined here (`generate_apart`)
+            frame = _taken_back(kept, aside) if aside is not None else kept.to_pandas()
+            del kept
             shutil.rmtree(stored)
         else:
             frame, count, redone, fill = await _made(rc, executor, name, shards, shares_memory, spill)
@@ -507,6 +510,7 @@ async def _made(
     shards: int,
     shares_memory: bool,
     set_aside: bool = False,
+    left_aside: list[Aside] | None = None,
 ) -> tuple[pd.DataFrame, int, int, TextFill | None]:
     """Object `name` made: its blocks (split over shards run by `executor`), assembled in block order with
     their ids, then its texts (`_write_texts`). Returns the frame, how many text requests were written, how
@@ -514,7 +518,8 @@ async def _made(
 
     With `set_aside` (a large build), an object whose generator names its `request_fields` holds only those
     and its text fields while its texts are written and searched for near-duplicates; its other fields wait
-    in the work folder (`_set_aside`)."""
+    in the work folder (`_set_aside`). With `left_aside` too, they are not taken back: the frame returned
+    holds only those fields, and the `Aside` to take the others back from is appended to `left_aside`."""
     ctx, root, run = rc.build, rc.root, rc.run
     gen = GENERATORS[name]
     blocks = gen.n_blocks(ctx)
@@ -540,6 +545,9 @@ async def _made(
         # (rebinding `frame` lets go of the whole one: this coroutine would hold it through the texts)
         frame, aside = _set_aside(frame, gen, root / WORK_DIR)
         release_freed_memory()
+        if left_aside is not None:
+            left_aside.append(aside)
+            aside = None  # (not taken back by `_write_texts`)
     return await _write_texts(rc, executor, name, frame, shards, shares_memory, aside)
 
 
@@ -580,9 +588,9 @@ def _set_aside(frame: pd.DataFrame, gen: Any, work: Path) -> tuple[pd.DataFrame,
     return held, Aside(tuple(columns), store)
 
 
-def _taken_back(held: pd.DataFrame, aside: Aside) -> pd.DataFrame:
-    """The whole frame again: the fields `held` (with their texts now) and those `_set_aside` stored, in the
-    frame's order; the stored copy is deleted."""
+def _taken_back(held: pd.DataFrame | StoredFrame, aside: Aside) -> pd.DataFrame:
+    """The whole frame again: the fields `held` (with their texts now; in memory, or stored) and those
+    `_set_aside` stored, in the frame's order; the stored copy is deleted."""
     stored = StoredFrame(aside.store)
     frame = pd.DataFrame(
         {c: held[c] if c in held.columns else stored.column(c) for c in aside.columns},
@@ -687,24 +695,34 @@ def made_apart(rc: RunContext, gen: Any, spill: bool, shares_memory: bool) -> bo
     )
 
 
-def generate_apart(root: str, run: RunSpec, name: str, shards: int) -> tuple[int, int]:
+def generate_apart(root: str, run: RunSpec, name: str, shards: int) -> tuple[int, int, Aside | None]:
     """In a child process: object `name` made (`_made`, its shards run here one after another) and stored in the
-    work folder (`<name>.made`). Returns how many text requests were written and how many rows were rewritten.
+    work folder (`<name>.made`). Returns how many text requests were written, how many rows were rewritten,
+    and where its fields set aside while its texts were written wait (`_set_aside`), if they were: the frame
+    stored holds the others only, and the building process joins the two (`_taken_back`).
+
+    Why not joined here: the child would hold the whole frame at its end, beside what its near-duplicate
+    rounds left of its heap; its peak at scale 1,000 was that moment (2,125 MB, its rounds ~1.93-2.03 GB:
+    benchmarks/results/bench_process_tree_1000.txt). The building process reads the whole frame either way.
+
     The context is made anew from `run`, reading the objects made before from the work folder as a Dask
     worker does (`RunContext.load_frames`): the same frame as the building process would make."""
     rc = RunContext(Path(root), run, make_context(run))
     rc.load_frames(name, "structured")
+    left: list[Aside] = []
 
     async def made() -> tuple[pd.DataFrame, int, int]:
         try:
-            frame, count, redone, _ = await _made(rc, LocalExecutor(), name, shards, True, set_aside=True)
+            frame, count, redone, _ = await _made(
+                rc, LocalExecutor(), name, shards, True, set_aside=True, left_aside=left
+            )
         finally:
             await rc.aclose()
         return frame, count, redone
 
     frame, count, redone = asyncio.run(made())
     save_frame(frame, rc.root / WORK_DIR / f"{name}{APART_SUFFIX}")
-    return count, redone
+    return count, redone, left[0] if left else None
 
 
 def _text_fields(gen: Any) -> list[str]:

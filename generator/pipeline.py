@@ -527,8 +527,9 @@ async def _made(
     jobs = [ShardJob(str(root), run, name, "structured", s, n) for s in range(n)]
     parts = [p for shard in await executor.run(rc, jobs) for p in shard]
     parts.sort(key=lambda bp: bp[0])
-    frame = gen.finalize(ctx, [p for _, p in parts])
-    del parts  # the blocks, now in `frame`
+    made = [p for _, p in parts]
+    del parts
+    frame = gen.finalize(ctx, made)  # (which empties `made`: the blocks are now in `frame`)
     if gen.text_kind is not None:
         # the structured stage has read what it needed of the stored frames: the columns they kept for it
         # are let go before the object's texts (a long phase: Case's near-duplicate rounds), which read

@@ -111,8 +111,13 @@ class ObjectGenerator:
     def block(self, ctx: BuildContext, b: int) -> pd.DataFrame:
         raise NotImplementedError
 
-    def finalize(self, ctx: BuildContext, parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
-        frame = pd.concat(list(parts), ignore_index=True) if parts else pd.DataFrame()
+    def finalize(self, ctx: BuildContext, parts: list[pd.DataFrame]) -> pd.DataFrame:
+        """The object's frame from its blocks `parts` (in block order): joined, sorted by `sort_by`, given its
+        ids. `parts` is emptied once joined: a caller passing its only list of the blocks lets them go before
+        the sort, which then holds the frame twice rather than three times (the child making scale 1,000's
+        cases rose by ~510 MB here, to 1.94 GB, one of its two largest moments)."""
+        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        parts.clear()
         if self.sort_by and len(frame) and not in_order(frame, self.sort_by):
             # (a stable sort of rows already in order is a copy of the whole frame that changes nothing: at
             # scale 1,000, OrderItem's 7.1 M rows come from their blocks in order)

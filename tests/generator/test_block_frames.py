@@ -114,3 +114,50 @@ def test_held_texts_land_in_their_fields() -> None:
             assert out[field].tolist() == [r[key] for r in results], (name, field)
         checked += 1
     assert checked >= 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), min_size=0, max_size=6),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_finalize_joins_sorts_and_numbers_the_blocks_and_lets_them_go(
+    blocks: list[list[tuple[int, int]]],
+) -> None:
+    # The frame from its blocks: joined in block order, stably sorted by `sort_by`, ids numbered from 0 in
+    # that order; the list of blocks is emptied once joined, so the caller's only reference to the blocks goes
+    # before the sort. Restated with Python's stable sort of (row's keys, place in the join).
+    from types import SimpleNamespace
+
+    from generator.ids import make_ids
+    from generator.objects.base import ObjectGenerator
+    from schemas.model import load_model
+
+    class Sorted(ObjectGenerator):
+        sobject = "Case"
+        sort_by = ("when", "k")
+
+    model = load_model()
+    ctx: Any = SimpleNamespace(model=model)
+    rows = [(w, k, f"b{b}r{r}") for b, block in enumerate(blocks) for r, (w, k) in enumerate(block)]
+    parts = [
+        pd.DataFrame(
+            {
+                "when": [w for w, _ in block],
+                "k": [k for _, k in block],
+                "tag": [f"b{b}r{r}" for r in range(len(block))],
+            }
+        )
+        for b, block in enumerate(blocks)
+    ]
+    frame = Sorted().finalize(ctx, parts)
+    assert parts == []
+    want = [row for _, row in sorted(enumerate(rows), key=lambda ir: (ir[1][0], ir[1][1], ir[0]))]
+    assert list(frame.columns) == ["Id", "when", "k", "tag"]
+    assert list(zip(frame["when"], frame["k"], frame["tag"], strict=True)) == want
+    ids = make_ids(model.get("Case").key_prefix, 0, len(rows)).tolist()
+    assert frame["Id"].tolist() == ids
+    assert frame.index.equals(pd.RangeIndex(len(rows)))

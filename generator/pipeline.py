@@ -27,7 +27,7 @@ import pandas as pd
 from generator.apart import in_child
 from generator.frames import StoredFrame, save_frame
 from generator.objects import GENERATORS, BuildContext, BuildError
-from generator.objects.base import share_repeated_strings
+from generator.objects.base import RELEASE_ROWS, share_repeated_strings
 from generator.objects.fields import RuleFields
 from generator.spill import ShardSpiller, SpilledShard, SpilledTexts, TextFill
 from generator.text.base import LANDS_IN, TextRequest, TextWriter
@@ -43,8 +43,7 @@ from schemas.textsim import NearDuplicateIndex
 T = TypeVar("T")
 Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
-# letting go of frames with this many rows in all gives their memory back to the system at once
-RELEASE_ROWS = 50_000
+# (RELEASE_ROWS: letting go of frames with this many rows in all gives their memory back to the system at once)
 
 
 def generation_plan(model: OrgModel) -> LoadPlan:

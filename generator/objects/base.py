@@ -119,17 +119,19 @@ class ObjectGenerator:
 
     def finalize(self, ctx: BuildContext, parts: list[pd.DataFrame]) -> pd.DataFrame:
         """The object's frame from its blocks `parts` (in block order): joined, sorted by `sort_by`, given its
-        ids. `parts` is emptied once joined, and for a large object the memory the blocks held is given back
-        to the system before the sort: a caller passing its only list of the blocks lets them go there. The
-        blocks' arrays are small, so the C heap keeps them freed but not returned: the child making scale
-        1,000's cases rose by ~470 MB here to 1.90 GB, as high as its near-duplicate rounds (1.66 GB now)."""
+        ids. `parts` is emptied once joined, and for a large object that is sorted the memory the blocks held
+        is given back to the system before the sort: a caller passing its only list of the blocks lets them go
+        there. The blocks' arrays are small, so the C heap keeps them freed but not returned: the child making
+        scale 1,000's cases rose by ~470 MB here to 1.90 GB, as high as its near-duplicate rounds (its largest
+        sample here is 1.66 GB now)."""
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         parts.clear()
-        if len(frame) >= RELEASE_ROWS:
-            release_freed_memory()
         if self.sort_by and len(frame) and not in_order(frame, self.sort_by):
             # (a stable sort of rows already in order is a copy of the whole frame that changes nothing: at
-            # scale 1,000, OrderItem's 7.1 M rows come from their blocks in order)
+            # scale 1,000, OrderItem's 7.1 M rows come from their blocks in order; the caller gives back what
+            # an unsorted join freed)
+            if len(frame) >= RELEASE_ROWS:
+                release_freed_memory()
             frame = frame.sort_values(list(self.sort_by), kind="stable").reset_index(drop=True)
         spec = ctx.model.get(self.sobject)
         frame.insert(0, "Id", make_ids(spec.key_prefix, 0, len(frame)))

@@ -86,7 +86,7 @@ def main() -> None:
         "build_options", nargs="*", help="after `--`: options for `orgseed build` (default --no-prefect)"
     )
     args = ap.parse_args()
-    dask = "dask" in args.build_options
+    dask = any(o in ("dask", "--runner=dask") for o in args.build_options)
     tmp = None if args.out else tempfile.mkdtemp(prefix="orgseed-bench-tree-")
     out = Path(args.out) if args.out else Path(tmp or ".") / "bundle"
     # the CLI's entry point, run by this interpreter (the project's environment)

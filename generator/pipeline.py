@@ -43,7 +43,6 @@ from schemas.textsim import NearDuplicateIndex
 T = TypeVar("T")
 Stage = Literal["structured", "text"]
 WORK_DIR = ".work"
-# (RELEASE_ROWS: letting go of frames with this many rows in all gives their memory back to the system at once)
 
 
 def generation_plan(model: OrgModel) -> LoadPlan:
